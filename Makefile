@@ -1,0 +1,38 @@
+# Every target bootstraps first: with a sourced ROS 2 distribution it uses that, otherwise the
+# self-installed environment in .venv (see tools/bootstrap.sh).
+SHELL := /bin/bash
+ENV := source ./.acres_env.sh
+COLCON_PATHS := --base-paths . --build-base build --install-base install
+# colcon test must never hang CI: the whole suite gets this many seconds.
+TEST_TIMEOUT_S ?= 1500
+
+.PHONY: bootstrap build test lint demo bench clean
+
+bootstrap:
+	@bash tools/bootstrap.sh
+
+build: bootstrap
+	@$(ENV) && colcon build $(COLCON_PATHS) --packages-select acres_sim \
+	  --event-handlers console_cohesion+ summary+
+
+test: build
+	@$(ENV) && source install/setup.bash && \
+	  rm -rf build/acres_sim/pytest.xml && \
+	  timeout --signal=INT --kill-after=30 $(TEST_TIMEOUT_S) \
+	    colcon test $(COLCON_PATHS) --packages-select acres_sim \
+	      --event-handlers console_direct+ --pytest-args -ra ; \
+	  status=$$?; \
+	  colcon test-result --test-result-base build/acres_sim --verbose || status=1; \
+	  exit $$status
+
+lint: bootstrap
+	@$(ENV) && python -m flake8 acres_sim test launch benchmark tools setup.py
+
+demo: build
+	@$(ENV) && source install/setup.bash && bash tools/demo.sh
+
+bench: build
+	@$(ENV) && source install/setup.bash && for b in benchmark/bench_*.py; do echo "== $$b"; python "$$b" || exit 1; done
+
+clean:
+	rm -rf build install log

@@ -1,0 +1,1 @@
+"""acres_sim: the ACRES simulator sensor stream in ROS 2."""

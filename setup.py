@@ -1,0 +1,30 @@
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "acres_sim"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml") + glob("config/*.rviz")),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=True,
+    maintainer="acres_sim maintainers",
+    maintainer_email="acres-sim@users.noreply.github.com",
+    description="ROS 2 bridge and fake game for the ACRES simulator's TSS1 sensor stream.",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "sim_bridge = acres_sim.bridge:main",
+            "fake_game = acres_sim.fake_game.node:main",
+        ],
+    },
+)

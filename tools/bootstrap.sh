@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The one environment bootstrap behind every README command and CI.
+#
+# With a sourced ROS 2 distribution (ROS_DISTRO set and rclpy importable) it uses that and only
+# checks for the tools the project needs. Otherwise it builds a git-ignored .venv from the pinned
+# ROS 2 Kilted wheels of PyPI, generates tf2_msgs (no wheel exists) with the wheels' own rosidl
+# toolchain, and writes .acres_env.sh, the one file to source. A second run finds its stamp and
+# returns in seconds.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+ENV_FILE="$ROOT/.acres_env.sh"
+TOOLS="$ROOT/tools"
+STAMP="$VENV/.acres_bootstrap_stamp"
+
+say() { printf 'bootstrap: %s\n' "$*"; }
+die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
+
+# --- A sourced ROS 2 distribution wins ---------------------------------------------------------
+if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" >/dev/null 2>&1; then
+  say "using the sourced ROS 2 $ROS_DISTRO"
+  missing=()
+  command -v colcon >/dev/null 2>&1 || missing+=("colcon (apt install python3-colcon-common-extensions)")
+  for mod in numpy pyproj pytest hypothesis flake8 tf2_msgs sensor_msgs nav_msgs diagnostic_msgs; do
+    python3 -c "import $mod" >/dev/null 2>&1 || missing+=("python module $mod (rosdep install --from-paths . --ignore-src -y)")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    printf 'bootstrap: error: missing from this ROS 2 installation:\n' >&2
+    printf '  - %s\n' "${missing[@]}" >&2
+    exit 1
+  fi
+  cat > "$ENV_FILE" <<EOS
+# Written by tools/bootstrap.sh: the sourced ROS 2 $ROS_DISTRO is used as it is.
+if [ -z "\${ROS_DISTRO:-}" ] && [ -f "/opt/ros/$ROS_DISTRO/setup.bash" ]; then
+  source "/opt/ros/$ROS_DISTRO/setup.bash"
+fi
+EOS
+  exit 0
+fi
+
+# --- Otherwise: the self-installed environment -------------------------------------------------
+PYTHON="${ACRES_PYTHON:-}"
+if [ -z "$PYTHON" ]; then
+  for candidate in python3.11 python3.12 python3.13 python3.10 python3; do
+    if command -v "$candidate" >/dev/null 2>&1; then PYTHON="$candidate"; break; fi
+  done
+fi
+[ -n "$PYTHON" ] || die "no python3 found: install Python 3.10 to 3.13 (apt install python3 python3-venv)"
+"$PYTHON" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] <= (3, 13)))' \
+  || die "$PYTHON is $("$PYTHON" -V 2>&1); the ROS 2 wheels need Python 3.10 to 3.13 (set ACRES_PYTHON)"
+command -v cmake >/dev/null 2>&1 || die "cmake is needed to generate tf2_msgs: apt install cmake g++"
+command -v c++ >/dev/null 2>&1 || die "a C++ compiler is needed to generate tf2_msgs: apt install g++"
+
+wanted="$(cat "$TOOLS/bootstrap.sh" "$TOOLS/requirements-ros.txt" "$TOOLS/requirements-py.txt" \
+  "$TOOLS"/tf2_msgs/package.xml "$TOOLS"/tf2_msgs/CMakeLists.txt "$TOOLS"/tf2_msgs/msg/* \
+  | sha256sum | cut -d' ' -f1) $("$PYTHON" -V 2>&1)"
+
+env_ok() {
+  [ -f "$ENV_FILE" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$wanted" ] \
+    && bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, numpy, pyproj'" >/dev/null 2>&1
+}
+if env_ok; then
+  say "environment up to date ($VENV)"
+  exit 0
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating $VENV with $("$PYTHON" -V 2>&1)"
+  "$PYTHON" -m venv "$VENV" || die "could not create a venv: apt install python3-venv"
+fi
+say "installing the pinned ROS 2 Kilted wheels and tools (first run: a minute or two)"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip \
+  2> >(grep -v "^WARNING: Location '.*' is ignored" >&2) || die "pip could not upgrade itself: is PyPI reachable?"
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+  -r "$TOOLS/requirements-ros.txt" -r "$TOOLS/requirements-py.txt" \
+  2> >(grep -v "^WARNING: Location '.*' is ignored" >&2) \
+  || die "pip install failed (see above); check the network and rerun make"
+
+# The wheels' exported CMake files name the include and site-packages paths of the machine that
+# built them; point them at this venv's Python so that rosidl can generate interfaces.
+PY_INCLUDE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
+PY_SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+PY_TAG="$("$VENV/bin/python" -c 'import sys; print("python%d.%d" % sys.version_info[:2])')"
+grep -rlE '/opt/python/cp3[0-9]+-cp3[0-9]+/(include|lib)/' "$VENV/share" 2>/dev/null \
+  | xargs -r sed -i -E \
+      -e "s#/opt/python/cp3[0-9]+-cp3[0-9]+/include/python3\.[0-9]+#$PY_INCLUDE#g" \
+      -e "s#/opt/python/cp3[0-9]+-cp3[0-9]+/lib/python3\.[0-9]+/site-packages#$PY_SITE#g" \
+  || true  # nothing left to rewrite on a second run
+
+TF2_INSTALL="$VENV/tf2_msgs_ws/install"
+if ! (set +u; export AMENT_PREFIX_PATH="$VENV"; source "$VENV/bin/activate" \
+      && { [ ! -f "$TF2_INSTALL/local_setup.bash" ] || source "$TF2_INSTALL/local_setup.bash"; } \
+      && python -c 'import tf2_msgs.msg' >/dev/null 2>&1) \
+   || [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ]; then
+  say "generating tf2_msgs with the rosidl toolchain of the wheels"
+  ws="$VENV/tf2_msgs_ws"
+  rm -rf "$ws"
+  mkdir -p "$ws/src"
+  cp -r "$TOOLS/tf2_msgs" "$ws/src/tf2_msgs"
+  (
+    source "$VENV/bin/activate"
+    export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
+    cd "$ws"
+    colcon --log-base "$ws/log" build --base-paths src --build-base build --install-base install \
+      --event-handlers console_cohesion- --cmake-args -DBUILD_TESTING=OFF \
+      "-DPython3_EXECUTABLE=$VENV/bin/python" >"$ws/build.log" 2>&1
+  ) || { tail -n 40 "$ws/build.log" >&2; die "tf2_msgs generation failed (log: $ws/build.log)"; }
+fi
+
+cat > "$ENV_FILE" <<EOS
+# Written by tools/bootstrap.sh: the self-installed ROS 2 Kilted environment ($PY_TAG).
+source "$VENV/bin/activate"
+export AMENT_PREFIX_PATH="$VENV\${AMENT_PREFIX_PATH:+:\$AMENT_PREFIX_PATH}"
+export RMW_IMPLEMENTATION="\${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+source "$TF2_INSTALL/local_setup.bash"
+EOS
+
+env_check="$(bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, sensor_msgs.msg, nav_msgs.msg, rosgraph_msgs.msg, diagnostic_msgs.msg, numpy, pyproj, pytest, hypothesis, flake8; print(\"ok\")'" 2>&1 | tail -n 3)"
+[ "$env_check" = "ok" ] || die "the new environment does not import: $env_check"
+echo "$wanted" > "$STAMP"
+say "environment ready: source $ENV_FILE"
