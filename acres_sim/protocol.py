@@ -223,18 +223,25 @@ class Hello:
         })
         if self.mount_convention:
             doc["mount_convention"] = self.mount_convention
-        doc["body_origin_flu_m"] = list(self.body_origin_flu_m)
+        doc["body_origin_flu_m"] = [_json_number(v) for v in self.body_origin_flu_m]
         doc["lidar"] = _block_to_json(self.lidar)
         doc["camera"] = _block_to_json(self.camera)
         doc["ins"] = _block_to_json(self.ins)
         return doc
 
 
+def _json_number(value: Any) -> Any:
+    # Integral floats as integers, as the game writes them ("hz": 10, not 10.0).
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def _block_to_json(block: LidarConfig | CameraConfig | InsConfig) -> dict[str, Any]:
+    if not block.enabled:
+        return {"enabled": False}  # a disabled sensor has no layout to describe
     out: dict[str, Any] = {}
     for name in block.__dataclass_fields__:
         value = getattr(block, name)
-        out[name] = list(value) if isinstance(value, tuple) else value
+        out[name] = [_json_number(v) for v in value] if isinstance(value, tuple) else _json_number(value)
     return out
 
 

@@ -147,6 +147,9 @@ def test_disabled_sensor_needs_no_other_keys():
     hello = p.parse_hello(json.dumps(doc).encode())
     assert not hello.camera.enabled
     assert p.parse_hello(p.encode_hello(hello)) == hello
+    written = json.loads(p.encode_hello(hello))
+    assert written["camera"] == {"enabled": False}
+    assert written["lidar"]["hz"] == 10 and isinstance(written["lidar"]["hz"], int)
 
 
 @pytest.mark.parametrize("mutate, message", [
