@@ -1,0 +1,402 @@
+"""Frames of the sensor stream -> ROS 2 messages, as pure functions of (Hello, settings, frame).
+
+No Node and no graph: sim_bridge calls a FrameConverter per frame and publishes what it returns, and
+the tests check every field without starting ROS. interface.md is the contract for every field.
+
+Hot path: clouds (0.9 MB) and images (1.4 MB) are copied once, as bytes, from the reader's buffer
+into an array.array('B') -- the type the generated message classes store natively. Assigning a numpy
+array or a memoryview to msg.data instead makes the generated setter convert element by element
+(about 50 ms per cloud); benchmark/bench_convert.py measures both.
+"""
+
+from __future__ import annotations
+
+import array
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Quaternion, TransformStamped
+from nav_msgs.msg import Odometry
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, Imu, NavSatFix, NavSatStatus, PointCloud2, PointField
+from std_msgs.msg import Header, UInt64
+from tf2_msgs.msg import TFMessage
+
+from acres_sim.geometry import BASE_FOOTPRINT, CAMERA_OPTICAL, INS, mount_transforms
+from acres_sim.protocol import (
+    INS_FIELDS,
+    POINT_STEP,
+    CameraFrame,
+    FrameHeader,
+    Hello,
+    Ins,
+    LidarFrame,
+    ProtocolError,
+)
+
+_NS_PER_S = 1_000_000_000
+_INT32_MIN = -(2**31)
+_INT32_MAX = 2**31 - 1
+_UINT64_MAX = 2**64 - 1
+TF_SOURCES = ("ins", "ground_truth", "none")
+IMAGE_ENCODING = "bgr8"
+
+# Since Jazzy the generated classes skip field checks unless asked; with checks on, an
+# array.array('B') is stored as is instead of being copied a second time. Older distributions have
+# no such keyword (and always check, which also stores array.array as is).
+_STORE_AS_IS = {"check_fields": True} if "_check_fields" in PointCloud2.__slots__ else {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Time
+
+
+def stamp_to_sec_nanosec(stamp_s: float) -> tuple[int, int]:
+    """Stamp in seconds -> (sec, nanosec), rounded to the nearest nanosecond (ties to even).
+
+    Exact: it works on the binary value of the double as a ratio of integers, so there is no
+    rounding of an intermediate product and no drift; negative stamps give sec < 0 and
+    nanosec in [0, 1e9), as builtin_interfaces/Time wants. For every positive stamp whose
+    fraction times 1e9 is not within 1e-7 ns of a half nanosecond this equals
+    sec = floor(stamp), nanosec = round((stamp - sec) * 1e9) with carry.
+    """
+    stamp = float(stamp_s)
+    if not math.isfinite(stamp):
+        raise ProtocolError(f"stamp {stamp!r} is not a finite number of seconds")
+    numerator, denominator = stamp.as_integer_ratio()  # denominator is a power of two
+    total_ns, remainder = divmod(numerator * _NS_PER_S, denominator)  # floor, remainder >= 0
+    twice = 2 * remainder
+    if twice > denominator or (twice == denominator and total_ns & 1):
+        total_ns += 1
+    sec, nanosec = divmod(total_ns, _NS_PER_S)
+    if not _INT32_MIN <= sec <= _INT32_MAX:
+        raise ProtocolError(f"stamp {stamp!r} s does not fit builtin_interfaces/Time (int32 seconds)")
+    return sec, nanosec
+
+
+def stamp_to_time(stamp_s: float) -> Time:
+    """Stamp in seconds -> builtin_interfaces/Time, exact to the nearest nanosecond."""
+    sec, nanosec = stamp_to_sec_nanosec(stamp_s)
+    return Time(sec=sec, nanosec=nanosec)
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings and results
+
+
+@dataclass(frozen=True)
+class ConvertSettings:
+    """What the bridge parameters change in the messages (interface.md, sim_bridge parameters).
+
+    The world and utm frames are NOT prefixed (they are shared by all agents); the vehicle frames
+    are. A variance of 0 means unknown (REP 145): the covariance is then all zero.
+    """
+
+    frame_prefix: str = ""
+    world_frame: str = "map"
+    utm_frame: str = "utm"
+    tf_source: str = "ins"  # ins | ground_truth | none
+    imu_orientation_variance: float = 0.0
+    imu_angular_velocity_variance: float = 0.0
+    imu_linear_acceleration_variance: float = 0.0
+    odom_orientation_variance: float = 0.0
+    odom_linear_velocity_variance: float = 0.0
+    odom_angular_velocity_variance: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.tf_source not in TF_SOURCES:
+            raise ValueError(f"tf_source must be one of {', '.join(TF_SOURCES)}, got {self.tf_source!r}")
+        for name in ("world_frame", "utm_frame"):
+            if not getattr(self, name):
+                raise ValueError(f"{name} must not be empty")
+        for name in ("imu_orientation_variance", "imu_angular_velocity_variance",
+                     "imu_linear_acceleration_variance", "odom_orientation_variance",
+                     "odom_linear_velocity_variance", "odom_angular_velocity_variance"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0 (0 = unknown), got {value!r}")
+
+
+@dataclass
+class InsMessages:
+    """Everything one INS epoch publishes."""
+
+    fix: NavSatFix
+    imu: Imu
+    odom: Odometry
+    odom_utm: Odometry | None  # None while not georeferenced (any UTM value NaN)
+    ground_truth: Odometry
+    tf: TFMessage | None  # None when tf_source is "none"
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _diagonal(values: tuple[float, ...]) -> np.ndarray:
+    """Row-major covariance matrix with `values` on the diagonal."""
+    n = len(values)
+    out = np.zeros(n * n)
+    out[:: n + 1] = values
+    return out
+
+
+def _diagonal_or_unknown(variance: float, n: int = 3) -> np.ndarray:
+    # REP 145: all zero = covariance unknown.
+    return _diagonal((float(variance),) * n)
+
+
+def _header(sec: int, nanosec: int, frame_id: str) -> Header:
+    return Header(stamp=Time(sec=sec, nanosec=nanosec), frame_id=frame_id)
+
+
+def _bytes_array(data: memoryview | bytes | bytearray) -> array.array:
+    # One copy out of the reader's buffer (which it reuses for the next frame).
+    out = array.array("B")
+    out.frombytes(data)
+    return out
+
+
+def _point_fields() -> list[PointField]:
+    return [PointField(name=name, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+            for i, name in enumerate(("x", "y", "z", "intensity"))]
+
+
+def _finite(*values: float) -> bool:
+    return all(math.isfinite(v) for v in values)
+
+
+# ---------------------------------------------------------------------------------------------
+# The converter
+
+
+class FrameConverter:
+    """Frame -> message conversion for one stream, set up once per Hello."""
+
+    def __init__(self, hello: Hello, settings: ConvertSettings | None = None):
+        self.hello = hello
+        self.settings = settings = ConvertSettings() if settings is None else settings
+        prefix = settings.frame_prefix
+        self.lidar_frame = prefix + hello.lidar.frame_id
+        self.optical_frame = prefix + CAMERA_OPTICAL
+        self.ins_frame = prefix + INS
+        self.base_frame = prefix + BASE_FOOTPRINT
+        self.transforms = mount_transforms(hello)  # raises on a Hello with a broken frame tree
+
+        cam = hello.camera
+        self._camera_d = tuple(float(v) for v in cam.d)
+        self._camera_k = np.array([cam.fx, 0.0, cam.cx, 0.0, cam.fy, cam.cy, 0.0, 0.0, 1.0])
+        self._camera_r = _diagonal((1.0, 1.0, 1.0))
+        self._camera_p = np.array([cam.fx, 0.0, cam.cx, 0.0, 0.0, cam.fy, cam.cy, 0.0, 0.0, 0.0, 1.0, 0.0])
+
+        self._imu_orientation_cov = _diagonal_or_unknown(settings.imu_orientation_variance)
+        self._imu_gyro_cov = _diagonal_or_unknown(settings.imu_angular_velocity_variance)
+        self._imu_accel_cov = _diagonal_or_unknown(settings.imu_linear_acceleration_variance)
+        self._odom_twist_cov = _diagonal((float(settings.odom_linear_velocity_variance),) * 3
+                                         + (float(settings.odom_angular_velocity_variance),) * 3)
+
+    # -- static -------------------------------------------------------------------------------
+
+    def static_tf(self, stamp_s: float | None = None) -> TFMessage:
+        """Every mount transform of the Hello as ONE TFMessage for /tf_static.
+
+        The stamp is 0 unless given: a static transform holds for all time, tf2 buffers look it up
+        regardless of its stamp, and a zero stamp stays valid for consumers on sim time whose clock
+        starts later (or restarts) -- nothing ever considers it too old or in the future.
+        """
+        sec, nanosec = (0, 0) if stamp_s is None else stamp_to_sec_nanosec(stamp_s)
+        prefix = self.settings.frame_prefix
+        out = []
+        for mount in self.transforms:
+            t = TransformStamped(header=_header(sec, nanosec, prefix + mount.parent),
+                                 child_frame_id=prefix + mount.child)
+            t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = \
+                mount.translation
+            rotation = t.transform.rotation
+            rotation.x, rotation.y, rotation.z, rotation.w = mount.rotation_xyzw
+            out.append(t)
+        return TFMessage(transforms=out)
+
+    # -- LiDAR --------------------------------------------------------------------------------
+
+    def pointcloud(self, header: FrameHeader, frame: LidarFrame) -> PointCloud2:
+        """Organised cloud: height = columns, width = rings, the point bytes unchanged (NaN kept)."""
+        if not self.hello.lidar.enabled:
+            raise ProtocolError(
+                f"LiDAR frame (sequence {header.sequence}) but the Hello disables the LiDAR")
+        sec, nanosec = stamp_to_sec_nanosec(header.stamp)
+        msg = PointCloud2(**_STORE_AS_IS)
+        msg.header = _header(sec, nanosec, self.lidar_frame)
+        msg.height = frame.columns
+        msg.width = frame.rings
+        msg.fields = _point_fields()
+        msg.is_bigendian = False
+        msg.point_step = POINT_STEP
+        msg.row_step = POINT_STEP * frame.rings
+        msg.data = _bytes_array(frame.point_bytes)
+        # Any NaN in a point, intensity included, makes the cloud not dense. Testing all four
+        # contiguous floats is also ~10x faster than the strided x, y, z view (SIMD).
+        msg.is_dense = not bool(np.isnan(frame.points).any())
+        return msg
+
+    # -- camera -------------------------------------------------------------------------------
+
+    def camera_info(self, header: FrameHeader) -> CameraInfo:
+        """The calibration of the Hello with the stamp of one image (a fresh, small message)."""
+        sec, nanosec = stamp_to_sec_nanosec(header.stamp)
+        cam = self.hello.camera
+        info = CameraInfo()
+        info.header = _header(sec, nanosec, self.optical_frame)
+        info.width = cam.width
+        info.height = cam.height
+        info.distortion_model = cam.distortion_model
+        info.d = array.array("d", self._camera_d)
+        # Copies: with field checks on, the generated setters keep a numpy array as is, and a
+        # message must never share a template with the next one.
+        info.k = self._camera_k.copy()
+        info.r = self._camera_r.copy()
+        info.p = self._camera_p.copy()
+        return info
+
+    def image(self, header: FrameHeader, frame: CameraFrame) -> tuple[Image, CameraInfo]:
+        """bgr8 image with the pixel bytes unchanged (row padding kept, step = row step) + its info."""
+        if not self.hello.camera.enabled:
+            raise ProtocolError(
+                f"camera frame (sequence {header.sequence}) but the Hello disables the camera")
+        sec, nanosec = stamp_to_sec_nanosec(header.stamp)
+        msg = Image(**_STORE_AS_IS)
+        msg.header = _header(sec, nanosec, self.optical_frame)
+        msg.height = frame.height
+        msg.width = frame.width
+        msg.encoding = IMAGE_ENCODING
+        msg.is_bigendian = 0
+        msg.step = frame.row_step
+        msg.data = _bytes_array(frame.pixel_bytes)
+        return msg, self.camera_info(header)
+
+    # -- INS ----------------------------------------------------------------------------------
+
+    def ins(self, header: FrameHeader, values: np.ndarray) -> InsMessages:
+        """One INS epoch -> fix, imu, odom, odom_utm, ground truth and the world -> base_footprint tf."""
+        array_in = np.asarray(values)
+        if array_in.shape != (INS_FIELDS,):
+            raise ProtocolError(f"INS needs {INS_FIELDS} values, got shape {array_in.shape}")
+        v = array_in.astype(np.float64, copy=False).tolist()  # Python floats, bit-exact
+        sec, nanosec = stamp_to_sec_nanosec(header.stamp)
+        odom = self._ins_odom(sec, nanosec, v)
+        truth = self._truth_odom(sec, nanosec, v)
+        return InsMessages(
+            fix=self._fix(sec, nanosec, v),
+            imu=self._imu(sec, nanosec, v),
+            odom=odom,
+            odom_utm=self._utm_odom(sec, nanosec, v),
+            ground_truth=truth,
+            tf=self._tf(sec, nanosec, odom, truth),
+        )
+
+    def _fix(self, sec: int, nanosec: int, v: list[float]) -> NavSatFix:
+        msg = NavSatFix()
+        msg.header = _header(sec, nanosec, self.ins_frame)
+        msg.latitude = v[Ins.Lat]
+        msg.longitude = v[Ins.Lon]
+        msg.altitude = v[Ins.Height]
+        msg.status.service = NavSatStatus.SERVICE_GPS
+        fix_status = v[Ins.FixStatus]
+        if _finite(v[Ins.Lat], v[Ins.Lon], fix_status) and fix_status >= 0:
+            msg.status.status = int(min(fix_status, NavSatStatus.STATUS_GBAS_FIX))
+            covariance = (v[Ins.CovE], v[Ins.CovN], v[Ins.CovU])
+            if _finite(*covariance):
+                msg.position_covariance = _diagonal(covariance)
+                msg.position_covariance_type = NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
+            else:
+                msg.position_covariance_type = NavSatFix.COVARIANCE_TYPE_UNKNOWN
+        else:
+            # No geographic reference: NavSatFix allows NaN positions with NO_FIX.
+            msg.status.status = NavSatStatus.STATUS_NO_FIX
+            msg.position_covariance_type = NavSatFix.COVARIANCE_TYPE_UNKNOWN
+        return msg
+
+    def _imu(self, sec: int, nanosec: int, v: list[float]) -> Imu:
+        msg = Imu()
+        msg.header = _header(sec, nanosec, self.ins_frame)
+        _set_quaternion(msg.orientation, v, Ins.EnuQx)
+        w = msg.angular_velocity
+        w.x, w.y, w.z = v[Ins.GyroX], v[Ins.GyroY], v[Ins.GyroZ]
+        a = msg.linear_acceleration
+        a.x, a.y, a.z = v[Ins.AccelX], v[Ins.AccelY], v[Ins.AccelZ]
+        msg.orientation_covariance = self._imu_orientation_cov.copy()
+        msg.angular_velocity_covariance = self._imu_gyro_cov.copy()
+        msg.linear_acceleration_covariance = self._imu_accel_cov.copy()
+        return msg
+
+    def _pose_covariance(self, v: list[float]) -> np.ndarray:
+        # CovE/N/U are NaN without a geographic reference: 0 there = unknown, never NaN in a covariance.
+        position = tuple(c if math.isfinite(c) else 0.0 for c in (v[Ins.CovE], v[Ins.CovN], v[Ins.CovU]))
+        return _diagonal(position + (float(self.settings.odom_orientation_variance),) * 3)
+
+    def _odometry(self, sec: int, nanosec: int, frame_id: str, v: list[float], position: Ins,
+                  orientation: Ins) -> Odometry:
+        msg = Odometry()
+        msg.header = _header(sec, nanosec, frame_id)
+        msg.child_frame_id = self.base_frame
+        p = msg.pose.pose.position
+        p.x, p.y, p.z = v[position], v[position + 1], v[position + 2]
+        _set_quaternion(msg.pose.pose.orientation, v, orientation)
+        return msg
+
+    def _set_ins_twist(self, msg: Odometry, v: list[float]) -> None:
+        linear, angular = msg.twist.twist.linear, msg.twist.twist.angular
+        linear.x, linear.y, linear.z = v[Ins.VelX], v[Ins.VelY], v[Ins.VelZ]
+        angular.x, angular.y, angular.z = v[Ins.GyroX], v[Ins.GyroY], v[Ins.GyroZ]
+        msg.twist.covariance = self._odom_twist_cov.copy()
+
+    def _ins_odom(self, sec: int, nanosec: int, v: list[float]) -> Odometry:
+        msg = self._odometry(sec, nanosec, self.settings.world_frame, v, Ins.EnuX, Ins.EnuQx)
+        msg.pose.covariance = self._pose_covariance(v)
+        self._set_ins_twist(msg, v)
+        return msg
+
+    def _utm_odom(self, sec: int, nanosec: int, v: list[float]) -> Odometry | None:
+        if not _finite(*v[Ins.UtmE: Ins.UtmQw + 1]):
+            return None
+        msg = self._odometry(sec, nanosec, self.settings.utm_frame, v, Ins.UtmE, Ins.UtmQx)
+        msg.pose.covariance = self._pose_covariance(v)
+        self._set_ins_twist(msg, v)
+        return msg
+
+    def _truth_odom(self, sec: int, nanosec: int, v: list[float]) -> Odometry:
+        msg = self._odometry(sec, nanosec, self.settings.world_frame, v, Ins.TruthEnuX, Ins.TruthQx)
+        msg.twist.twist.linear.x = v[Ins.TruthSpeed]  # forward speed in the body frame; covariances 0
+        return msg
+
+    def _tf(self, sec: int, nanosec: int, odom: Odometry, truth: Odometry) -> TFMessage | None:
+        source = self.settings.tf_source
+        if source == "none":
+            return None
+        pose = (odom if source == "ins" else truth).pose.pose
+        t = TransformStamped(header=_header(sec, nanosec, self.settings.world_frame),
+                             child_frame_id=self.base_frame)
+        tr = t.transform.translation
+        tr.x, tr.y, tr.z = pose.position.x, pose.position.y, pose.position.z
+        q = t.transform.rotation
+        q.x, q.y, q.z, q.w = pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w
+        return TFMessage(transforms=[t])
+
+    # -- clock and barrier --------------------------------------------------------------------
+
+    def clock(self, header: FrameHeader) -> Clock:
+        """/clock carries the header stamp (world time), not the vehicle time of the payload."""
+        return Clock(clock=stamp_to_time(header.stamp))
+
+    def barrier(self, header: FrameHeader, step: int) -> UInt64:
+        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 0 <= step <= _UINT64_MAX:
+            raise ProtocolError(f"barrier step {step!r} (sequence {header.sequence}) is not a uint64")
+        return UInt64(data=int(step))
+
+
+def _set_quaternion(q: Quaternion, v: list[float], first: int) -> None:
+    # Passed through exactly as sent (no renormalisation): consumers compare with the INS values.
+    q.x, q.y, q.z, q.w = v[first], v[first + 1], v[first + 2], v[first + 3]

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Per-message conversion cost of acres_sim.convert for a Polaris cloud, image and INS epoch.
+
+Side by side in the same run, it times the ways of filling msg.data of a 0.9 MB PointCloud2 and a
+1.4 MB Image: what FrameConverter does (one copy into an array.array('B')), bytes(), and the naive
+assignment of a numpy array (which the generated setter converts element by element), and prints
+the naive / converter ratio. It also times rclpy's serializer on the result, the cost a publisher
+pays next. Figures only, no pass/fail: machines differ.
+
+    python3 benchmark/bench_convert.py [--repeat 200] [--naive-repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from rclpy.serialization import serialize_message
+from sensor_msgs.msg import Image, PointCloud2
+
+# The Polaris Hello of the seed protocol page.
+POLARIS_HELLO_JSON = b"""{"schema": "acres-sensor-stream-1", "agent": "polaris", "vehicle": "polaris",
+ "georeferenced": true, "body_origin_flu_m": [1.14808, 0, 0.65536],
+ "lidar": {"enabled": true, "frame_id": "lidar", "hz": 10, "columns": 1800, "rings": 32, "range_m": 161.3,
+  "azimuth_order": "cw", "position_flu_m": [2.5, 0, 2.039], "rpy_deg": [-1.518, 5.317, 0]},
+ "camera": {"enabled": true, "hz": 10, "width": 896, "height": 512, "fx": 599.526, "fy": 592.378,
+  "cx": 440.130, "cy": 270.805, "distortion_model": "plumb_bob",
+  "d": [-0.55389, 0.40842, -0.0099785, 0.0044239, -0.16673], "encoding": "bgr8",
+  "position_flu_m": [2.745, 0.606, 1.887], "rpy_deg": [-3.49, 16.52, -2.63]},
+ "ins": {"enabled": true, "hz": 100, "position_flu_m": [0, 0, 0], "utm_zone": 16, "datum": "nad83_2011",
+  "imu_position_flu_m": [0.95, -0.45, 0.7], "gnss_antenna_flu_m": [1.1, 0, 2.15]}}"""
+
+
+def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """(median, min) wall time of fn in milliseconds."""
+    fn()  # warm up (imports, first allocation)
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(samples), min(samples)
+
+
+def row(name: str, result: tuple[float, float] | None) -> None:
+    if result is None:
+        print(f"  {name:<60} refused by the generated setter (field checks on)")
+    else:
+        print(f"  {name:<60} median {result[0]:9.3f} ms   min {result[1]:9.3f} ms")
+
+
+def timed_or_refused(fn: Callable[[], object], repeat: int) -> tuple[float, float] | None:
+    """Like timed, but None when the message class refuses the value (ROS_PYTHON_CHECK_FIELDS=1)."""
+    try:
+        return timed(fn, repeat)
+    except AssertionError:
+        return None
+
+
+def ratio(slow: tuple[float, float] | None, fast: tuple[float, float]) -> str:
+    return "n/a (refused)" if slow is None else f"{slow[0] / fast[0]:.0f}x"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=200, help="runs of each fast variant")
+    parser.add_argument("--naive-repeat", type=int, default=5, help="runs of the slow numpy assignment")
+    args = parser.parse_args()
+
+    # Run from a source checkout without installing: the package is the repository root.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from acres_sim.convert import ConvertSettings, FrameConverter
+    from acres_sim.protocol import (
+        FrameHeader,
+        FrameType,
+        decode_camera,
+        decode_ins,
+        decode_lidar,
+        encode_camera,
+        encode_ins,
+        encode_lidar,
+        parse_hello,
+    )
+
+    rng = np.random.default_rng(1)
+    hello = parse_hello(POLARIS_HELLO_JSON)
+    converter = FrameConverter(hello, ConvertSettings(frame_prefix="polaris/"))
+
+    points = rng.uniform(-160, 160, (1800, 32, 4)).astype(np.float32)
+    points[rng.random((1800, 32)) < 0.3, :3] = np.nan
+    # bytearray + memoryview: the bridge's reader hands out views into a reused buffer like this.
+    cloud_buffer = bytearray(encode_lidar(points))
+    cloud = decode_lidar(memoryview(cloud_buffer))
+    image_buffer = bytearray(encode_camera(rng.integers(0, 256, (512, 896, 3), dtype=np.uint8)))
+    image = decode_camera(memoryview(image_buffer))
+    ins_values = decode_ins(encode_ins(rng.normal(size=40)))
+    stamp = 123.458333
+    lidar_header = FrameHeader(int(FrameType.LIDAR), 1, len(cloud_buffer), stamp, 0.0)
+    camera_header = FrameHeader(int(FrameType.CAMERA), 2, len(image_buffer), stamp, 0.0)
+    ins_header = FrameHeader(int(FrameType.INS), 3, 320, stamp, 0.0)
+
+    n = args.repeat
+    checks = getattr(PointCloud2(), "_check_fields", True)  # distributions before Jazzy always check
+    print(f"acres_sim.convert, Polaris: cloud {len(cloud.point_bytes)} B (1800 x 32), "
+          f"image {len(image.pixel_bytes)} B (896 x 512 bgr8); {n} runs each; generated field checks "
+          f"{'ON' if checks else 'off'} (ROS_PYTHON_CHECK_FIELDS)")
+
+    print("PointCloud2")
+    cloud_msg = converter.pointcloud(lidar_header, cloud)
+    ours_cloud = timed(lambda: converter.pointcloud(lidar_header, cloud), n)
+    row("FrameConverter.pointcloud (whole message)", ours_cloud)
+    row("  of which is_dense = not isnan(points).any()",
+        timed(lambda: not np.isnan(cloud.points).any(), n))
+    row("  (for comparison: the strided isnan(points[..., :3]).any())",
+        timed(lambda: not np.isnan(cloud.points[..., :3]).any(), n))
+
+    def data_bytes() -> None:
+        PointCloud2().data = bytes(cloud.point_bytes)
+
+    def data_array() -> None:
+        out = array.array("B")
+        out.frombytes(cloud.point_bytes)
+        PointCloud2().data = out
+
+    cloud_numpy = np.frombuffer(cloud.point_bytes, np.uint8)
+
+    def data_numpy() -> None:
+        PointCloud2().data = cloud_numpy  # the naive way
+
+    ours_data = timed(data_array, n)
+    row("msg.data = array.array('B') filled by frombytes(view)", ours_data)
+    row("msg.data = bytes(view)", timed(data_bytes, 3 if checks else n))
+    naive_cloud = timed_or_refused(data_numpy, args.naive_repeat)
+    row(f"msg.data = numpy uint8 array (naive; {args.naive_repeat} runs)", naive_cloud)
+    row("rclpy serialize_message(cloud) (publisher side)", timed(lambda: serialize_message(cloud_msg), n))
+
+    print("Image + CameraInfo")
+    image_msg, _ = converter.image(camera_header, image)
+    ours_image = timed(lambda: converter.image(camera_header, image), n)
+    row("FrameConverter.image (Image + CameraInfo)", ours_image)
+    row("  of which camera_info", timed(lambda: converter.camera_info(camera_header), n))
+    image_numpy = np.frombuffer(image.pixel_bytes, np.uint8)
+
+    def image_data_numpy() -> None:
+        Image().data = image_numpy
+
+    naive_image = timed_or_refused(image_data_numpy, args.naive_repeat)
+    row(f"msg.data = numpy uint8 array (naive; {args.naive_repeat} runs)", naive_image)
+    row("rclpy serialize_message(image) (publisher side)", timed(lambda: serialize_message(image_msg), n))
+
+    print("INS epoch (fix, imu, odom, odom_utm, ground truth, tf)")
+    row("FrameConverter.ins", timed(lambda: converter.ins(ins_header, ins_values), n))
+    row("FrameConverter.clock", timed(lambda: converter.clock(ins_header), n))
+
+    print("Ratios (median, same run)")
+    print(f"  cloud: naive numpy msg.data assignment / whole FrameConverter.pointcloud = "
+          f"{ratio(naive_cloud, ours_cloud)}")
+    print(f"  cloud: naive numpy msg.data assignment / array.array msg.data assignment = "
+          f"{ratio(naive_cloud, ours_data)}")
+    print(f"  image: naive numpy msg.data assignment / whole FrameConverter.image     = "
+          f"{ratio(naive_image, ours_image)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,444 @@
+"""The fake_game world: vehicle Hellos, the loop, LiDAR geometry and the INS / georeference model.
+
+The geometry checks re-derive every transform here with plain numpy (R = Rz @ Ry @ Rx written out
+axis by axis), so that they do not share code with the simulator they check.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyproj import Transformer
+
+from acres_sim import protocol
+from acres_sim.fake_game import world
+from acres_sim.fake_game.georef import Georeference
+from acres_sim.fake_game.simulation import AgentSimulator
+from acres_sim.fake_game.vehicles import VEHICLES, lidar_elevations_deg, vehicle_hello
+from acres_sim.protocol import INS_GEO_FIELDS, Ins
+
+# The Hello of the Polaris on the seed page, as printed there.
+SEED_POLARIS_HELLO = json.loads("""
+{
+ "schema": "acres-sensor-stream-1",
+ "agent": "polaris",
+ "vehicle": "polaris",
+ "georeferenced": true,
+ "body_origin_flu_m": [1.14808, 0, 0.65536],
+ "lidar": {
+  "enabled": true, "frame_id": "lidar", "hz": 10,
+  "columns": 1800, "rings": 32, "range_m": 161.3,
+  "azimuth_order": "cw",
+  "position_flu_m": [2.5, 0, 2.039],
+  "rpy_deg": [-1.518, 5.317, 0]
+ },
+ "camera": {
+  "enabled": true, "hz": 10,
+  "width": 896, "height": 512,
+  "fx": 599.526, "fy": 592.378,
+  "cx": 440.130, "cy": 270.805,
+  "distortion_model": "plumb_bob",
+  "d": [-0.55389, 0.40842, -0.0099785,
+        0.0044239, -0.16673],
+  "encoding": "bgr8",
+  "position_flu_m": [2.745, 0.606, 1.887],
+  "rpy_deg": [-3.49, 16.52, -2.63]
+ },
+ "ins": {
+  "enabled": true, "hz": 100,
+  "position_flu_m": [0, 0, 0],
+  "utm_zone": 16, "datum": "nad83_2011",
+  "imu_position_flu_m": [0.95, -0.45, 0.7],
+  "gnss_antenna_flu_m": [1.1, 0, 2.15]
+ }
+}
+""")
+
+# ---------------------------------------------------------------------------------------------
+# Independent geometry
+
+
+def rot_x(a: float) -> np.ndarray:
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+
+
+def rot_y(a: float) -> np.ndarray:
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+
+
+def rot_z(a: float) -> np.ndarray:
+    c, s = math.cos(a), math.sin(a)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def mount_matrix(rpy_deg) -> np.ndarray:
+    roll, pitch, yaw = (math.radians(v) for v in rpy_deg)
+    return rot_z(yaw) @ rot_y(pitch) @ rot_x(roll)
+
+
+def quat_matrix(q) -> np.ndarray:
+    x, y, z, w = q
+    return np.array([
+        [w * w + x * x - y * y - z * z, 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), w * w - x * x + y * y - z * z, 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z],
+    ])
+
+
+def sensor_to_world(sim: AgentSimulator, t: float, position_flu_m, rpy_deg) -> tuple[np.ndarray, np.ndarray]:
+    """(R, p) of a mount in the world from the truth pose and the Hello mount."""
+    pos, q = sim.truth_pose(t)
+    r_wb = quat_matrix(q)
+    return r_wb @ mount_matrix(rpy_deg), pos + r_wb @ np.asarray(position_flu_m)
+
+
+def yaw_of(q) -> float:
+    x, y, z, w = q
+    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+
+
+def on_ground_only(scene: world.Scene, xy: np.ndarray, margin: float = 0.3) -> np.ndarray:
+    """Points whose horizontal position is outside every object of the scene: only ground there."""
+    free = np.ones(len(xy), bool)
+    for prim in scene.primitives:
+        x0, y0, x1, y1 = world.horizontal_extent(prim)
+        free &= ~((xy[:, 0] > x0 - margin) & (xy[:, 0] < x1 + margin)
+                  & (xy[:, 1] > y0 - margin) & (xy[:, 1] < y1 + margin))
+    return free
+
+
+# ---------------------------------------------------------------------------------------------
+# Hello
+
+
+def test_polaris_hello_is_the_seed_example():
+    doc = vehicle_hello("polaris").to_json_dict()
+    for key, value in SEED_POLARIS_HELLO.items():
+        if isinstance(value, dict):
+            for sub, expected in value.items():
+                assert doc[key][sub] == expected, f"{key}.{sub}"
+        else:
+            assert doc[key] == value, key
+    assert "R = Rz(yaw) Ry(pitch) Rx(roll)" in doc["mount_convention"]
+    hello = vehicle_hello("polaris")
+    assert protocol.parse_hello(protocol.encode_hello(hello)) == hello
+
+
+def test_maxxum_hello_shape():
+    hello = vehicle_hello("maxxum", agent="tractor1")
+    assert hello.agent == "tractor1" and hello.vehicle == "maxxum"
+    lidar = hello.lidar
+    assert (lidar.enabled, lidar.columns, lidar.rings, lidar.azimuth_order) == (True, 180, 8, "ccw")
+    assert (lidar.range_m, lidar.hz, lidar.frame_id) == (60.0, 10.0, "lidar")
+    assert not hello.camera.enabled
+    assert hello.ins.enabled and hello.ins.hz == 100.0 and hello.ins.position_flu_m == (0.0, 0.0, 0.0)
+    assert (hello.ins.utm_zone, hello.ins.datum) == (16, "nad83_2011")
+    doc = json.loads(protocol.encode_hello(hello))
+    assert doc["camera"]["enabled"] is False
+    assert protocol.parse_hello(protocol.encode_hello(hello)) == hello
+    np.testing.assert_allclose(lidar_elevations_deg("maxxum"), np.linspace(-20.0, 10.0, 8))
+
+
+def test_polaris_ring_table():
+    table = lidar_elevations_deg("polaris")
+    assert table.shape == (32,)
+    assert np.all(np.diff(table) > 0.0)
+    assert table[0] == pytest.approx(-55.0) and table[-1] == pytest.approx(15.0)
+
+
+def test_flavor_and_georeference_options():
+    core = vehicle_hello("polaris", flavor="core")
+    assert not core.camera.enabled and core.lidar.enabled
+    assert vehicle_hello("polaris", georeferenced=False).georeferenced is False
+    with pytest.raises(ValueError, match="unknown vehicle"):
+        vehicle_hello("combine")
+    with pytest.raises(ValueError, match="unknown flavor"):
+        vehicle_hello("polaris", flavor="unreal")
+    with pytest.raises(ValueError):
+        lidar_elevations_deg("combine")
+
+
+# ---------------------------------------------------------------------------------------------
+# The loop
+
+
+def test_loop_is_closed_and_agents_start_apart():
+    route = world.LoopRoute()
+    for s in (0.0, 10.0, 123.4):
+        a, b = route.sample(s), route.sample(s + route.length_m)
+        assert (a.x, a.y) == pytest.approx((b.x, b.y), abs=1e-9)
+    hello = vehicle_hello("polaris")
+    p1, _ = AgentSimulator(hello, start_offset_m=0.0).truth_pose(5.0)
+    p2, _ = AgentSimulator(hello, start_offset_m=route.length_m / 2).truth_pose(5.0)
+    assert np.linalg.norm(p1 - p2) > 20.0
+    assert p1[2] == 0.0 and p2[2] == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(min_value=-1000.0, max_value=1000.0))
+def test_loop_heading_follows_the_path(s):
+    route = world.LoopRoute()
+    h = 1e-3
+    a, b, mid = route.sample(s - h), route.sample(s + h), route.sample(s)
+    vx, vy = (b.x - a.x) / (2 * h), (b.y - a.y) / (2 * h)
+    assert math.hypot(vx, vy) == pytest.approx(1.0, abs=1e-3)  # unit speed along the arc length
+    assert math.atan2(vy, vx) == pytest.approx(mid.yaw, abs=2e-3) or abs(abs(mid.yaw) - math.pi) < 2e-3
+    assert abs(route.signed_distance(np.array([mid.x]), np.array([mid.y]))[0]) < 1e-9
+
+
+# ---------------------------------------------------------------------------------------------
+# LiDAR
+
+
+@pytest.mark.parametrize("vehicle", VEHICLES)
+@pytest.mark.parametrize("t", [0.1, 14.2, 41.7])
+def test_lidar_ground_returns_land_on_the_ground(vehicle, t):
+    hello = vehicle_hello(vehicle)
+    sim = AgentSimulator(hello, seed=7, noise=True)
+    cloud = sim.lidar_points(t)
+    assert cloud.shape == (hello.lidar.columns, hello.lidar.rings, 4) and cloud.dtype == np.float32
+    pts = cloud[..., :3].reshape(-1, 3).astype(np.float64)
+    valid = np.isfinite(pts[:, 0])
+    r, p = sensor_to_world(sim, t, hello.lidar.position_flu_m, hello.lidar.rpy_deg)
+    in_world = pts[valid] @ r.T + p
+    ground = on_ground_only(sim.scene, in_world[:, :2])
+    assert ground.sum() > (5000 if vehicle == "polaris" else 200)
+    assert np.abs(in_world[ground, 2]).max() < 0.05
+    assert (in_world[:, 2] > 0.3).any()  # something stands on the ground: trees, posts, the shed
+
+
+def distance_to_surfaces(scene: world.Scene, p: np.ndarray) -> np.ndarray:
+    """Distance of each world point from the nearest surface of the scene (ground included)."""
+    best = np.abs(p[:, 2])
+    for prim in scene.primitives:
+        if isinstance(prim, world.Cylinder):
+            rho = np.hypot(p[:, 0] - prim.x, p[:, 1] - prim.y)
+            top = prim.z0 + prim.height
+            side = np.hypot(rho - prim.radius, np.maximum(0.0, np.maximum(prim.z0 - p[:, 2], p[:, 2] - top)))
+            cap = np.hypot(p[:, 2] - top, np.maximum(0.0, rho - prim.radius))
+            d = np.minimum(side, cap)
+        elif isinstance(prim, world.Sphere):
+            d = np.abs(np.linalg.norm(p - [prim.x, prim.y, prim.z], axis=1) - prim.radius)
+        else:
+            lo, hi = np.array(prim.lo), np.array(prim.hi)
+            outside = np.linalg.norm(np.maximum(0.0, np.maximum(lo - p, p - hi)), axis=1)
+            inside = np.minimum(p - lo, hi - p).min(axis=1)
+            d = np.where(outside > 0.0, outside, np.abs(inside))
+        best = np.minimum(best, d)
+    return best
+
+
+@pytest.mark.parametrize("t", [3.0, 20.0, 33.0])
+def test_every_lidar_return_lies_on_a_surface(t):
+    hello = vehicle_hello("polaris")
+    sim = AgentSimulator(hello, noise=False)
+    cloud = sim.lidar_points(t)
+    pts = cloud[..., :3].reshape(-1, 3).astype(np.float64)
+    pts = pts[np.isfinite(pts[:, 0])]
+    r, p = sensor_to_world(sim, t, hello.lidar.position_flu_m, hello.lidar.rpy_deg)
+    in_world = pts @ r.T + p
+    assert distance_to_surfaces(sim.scene, in_world).max() < 0.01
+    on_objects = np.abs(in_world[:, 2]) > 0.05
+    assert on_objects.sum() > 50  # the check covered trees, posts and the shed, not only the ground
+
+
+@pytest.mark.parametrize("vehicle", VEHICLES)
+def test_lidar_columns_and_rings_follow_the_hello(vehicle):
+    hello = vehicle_hello(vehicle)
+    cloud = AgentSimulator(hello, noise=False).lidar_points(3.0)
+    columns, rings = hello.lidar.columns, hello.lidar.rings
+    c, r = np.nonzero(np.isfinite(cloud[..., 0]))
+    x, y, z = (cloud[c, r, i].astype(np.float64) for i in range(3))
+    sign = -1.0 if hello.lidar.azimuth_order == "cw" else 1.0
+    expected_az = sign * 360.0 * c / columns
+    az_err = (np.degrees(np.arctan2(y, x)) - expected_az + 180.0) % 360.0 - 180.0
+    assert np.abs(az_err).max() < 1e-3
+    elevation = np.degrees(np.arctan2(z, np.hypot(x, y)))
+    np.testing.assert_allclose(elevation, lidar_elevations_deg(vehicle)[r], atol=1e-3)
+    assert len(set(r)) > rings // 2
+
+
+@pytest.mark.parametrize("vehicle", VEHICLES)
+def test_post_on_the_left_appears_at_its_column(vehicle):
+    hello = vehicle_hello(vehicle)
+    t = 2.0
+    probe = AgentSimulator(hello, noise=False)
+    pos, q = probe.truth_pose(t)
+    r_wb = quat_matrix(q)
+    post_world = pos + r_wb @ np.array([7.0, 7.0, 0.0])  # 45 deg to the left of the vehicle
+    post = world.Cylinder(float(post_world[0]), float(post_world[1]), 0.4, 0.0, 2.5, world.MAT["post"])
+    sim = AgentSimulator(hello, noise=False, scene=world.Scene((post,), probe.route))
+    cloud = sim.lidar_points(t)
+
+    r, p = sensor_to_world(sim, t, hello.lidar.position_flu_m, hello.lidar.rpy_deg)
+    centre_sensor = r.T @ (np.array([post_world[0], post_world[1], 1.0]) - p)
+    azimuth = math.degrees(math.atan2(centre_sensor[1], centre_sensor[0]))
+    assert 45.0 < azimuth < 90.0  # left and ahead of the LiDAR
+    columns = hello.lidar.columns
+    if hello.lidar.azimuth_order == "cw":
+        expected = round(-azimuth * columns / 360.0) % columns
+        assert expected > columns // 2
+    else:
+        expected = round(azimuth * columns / 360.0) % columns
+        assert expected < columns // 2
+    hit_columns = np.nonzero((cloud[..., 3] == world.INTENSITY_TABLE[world.MAT["post"]]).any(axis=1))[0]
+    assert len(hit_columns) > 0
+    half_width_cols = math.degrees(math.atan2(0.4, np.linalg.norm(centre_sensor[:2]))) * columns / 360.0
+    # the tilted sensor sees the vertical post a little wider at steep rings
+    assert np.abs(hit_columns - expected).max() <= 1.5 * half_width_cols + 1.0
+    assert abs(np.mean(hit_columns) - expected) <= 1.0
+
+
+def test_no_return_is_nan_with_zero_intensity():
+    hello = vehicle_hello("maxxum")
+    empty = world.Scene((), world.LoopRoute())
+    sim = AgentSimulator(hello, noise=True, scene=empty)
+    t = 9.0
+    cloud = sim.lidar_points(t)
+    nan = np.isnan(cloud[..., 0])
+    assert np.array_equal(nan, np.isnan(cloud[..., 1])) and np.array_equal(nan, np.isnan(cloud[..., 2]))
+    assert np.all(cloud[..., 3][nan] == 0.0)
+    assert np.all(cloud[..., 3][~nan] > 0.0)
+    # with only the ground plane, a beam returns exactly when it meets the ground within range
+    r, p = sensor_to_world(sim, t, hello.lidar.position_flu_m, hello.lidar.rpy_deg)
+    az = np.radians(360.0 * np.arange(hello.lidar.columns) / hello.lidar.columns)  # ccw
+    el = np.radians(lidar_elevations_deg("maxxum"))
+    beams = np.stack([np.cos(el)[None, :] * np.cos(az)[:, None], np.cos(el)[None, :] * np.sin(az)[:, None],
+                      np.broadcast_to(np.sin(el)[None, :], (len(az), len(el)))], axis=-1)
+    dz = (beams @ r.T)[..., 2]
+    with np.errstate(divide="ignore"):
+        ground_range = np.where(dz < 0.0, -p[2] / dz, np.inf)
+    clear = np.abs(ground_range - hello.lidar.range_m) > 0.5  # away from the range limit
+    assert np.array_equal(nan[clear], ground_range[clear] > hello.lidar.range_m)
+    assert nan.any() and (~nan).any()
+
+
+def test_lidar_and_camera_are_reproducible():
+    hello = vehicle_hello("polaris")
+    a, b = AgentSimulator(hello, seed=3), AgentSimulator(hello, seed=3)
+    assert a.lidar_points(1.0).tobytes() == b.lidar_points(1.0).tobytes()
+    assert a.lidar_points(1.0).tobytes() != AgentSimulator(hello, seed=4).lidar_points(1.0).tobytes()
+
+
+# ---------------------------------------------------------------------------------------------
+# INS and georeference
+
+
+def _curve_time(sim: AgentSimulator) -> float:
+    """A time at which the vehicle is in the middle of the first corner."""
+    route = sim.route
+    s = route.straight_x / 2 + 0.25 * math.pi * route.corner_radius_m
+    return s / route.speed_mps
+
+
+def test_ins_without_noise_is_the_truth():
+    sim = AgentSimulator(vehicle_hello("polaris"), noise=False)
+    for t in (0.0, 1.0, _curve_time(sim), 50.0):
+        v = sim.ins_values(t)
+        pos, q = sim.truth_pose(t)
+        assert np.array_equal(v[Ins.EnuX:Ins.EnuZ + 1], pos)
+        assert np.array_equal(v[Ins.TruthEnuX:Ins.TruthEnuZ + 1], pos)
+        assert np.array_equal(v[Ins.EnuQx:Ins.EnuQw + 1], q)
+        assert np.array_equal(v[Ins.TruthQx:Ins.TruthQw + 1], q)
+        assert v[Ins.TruthSpeed] == sim.route.speed_mps
+        assert v[Ins.VelX] == sim.route.speed_mps and v[Ins.VelY] == 0.0
+        assert v[Ins.AccelZ] == pytest.approx(9.81)
+        assert v[Ins.FixStatus] == 2.0 and v[Ins.UtmZone] == 16.0
+    v = AgentSimulator(vehicle_hello("polaris"), noise=False).ins_values(_curve_time(sim))
+    speed, radius = sim.route.speed_mps, sim.route.corner_radius_m
+    assert v[Ins.GyroZ] == pytest.approx(speed / radius)
+    assert v[Ins.AccelY] == pytest.approx(speed * speed / radius)  # centripetal, to the left
+    assert v[Ins.AccelX] == pytest.approx(0.0)
+
+
+def test_ins_series_is_reproducible_from_the_seed():
+    hello = vehicle_hello("polaris")
+    times = np.arange(300) / 100.0
+
+    def series(seed: int, agent: str = "polaris") -> bytes:
+        sim = AgentSimulator(vehicle_hello("polaris", agent=agent), seed=seed)
+        return b"".join(protocol.encode_ins(sim.ins_values(t)) for t in times)
+
+    first = series(42)
+    assert first == series(42)
+    assert first != series(43)
+    assert first != series(42, agent="polaris2")
+    values = np.frombuffer(first, "<f8").reshape(-1, 40)
+    err = values[:, Ins.EnuX:Ins.EnuZ + 1] - values[:, Ins.TruthEnuX:Ins.TruthEnuZ + 1]
+    assert 0.0 < np.abs(err).max() < 0.2
+    assert np.all(values[:, Ins.CovE:Ins.CovU + 1] > 0.0)
+    # attitude errors are small rotations: within a degree of the truth, but not the truth
+    q_ins, q_truth = values[:, Ins.EnuQx:Ins.EnuQw + 1], values[:, Ins.TruthQx:Ins.TruthQw + 1]
+    cos_half = np.abs(np.sum(q_ins * q_truth, axis=1))
+    assert cos_half.min() > math.cos(math.radians(0.5)) and cos_half.min() < 1.0
+    with pytest.raises(ValueError, match="increasing"):
+        sim = AgentSimulator(hello)
+        sim.ins_values(1.0)
+        sim.ins_values(0.5)
+
+
+def test_lat_lon_project_to_the_utm_values():
+    to_utm = Transformer.from_crs("EPSG:6318", "EPSG:6345", always_xy=True)  # NAD83(2011) / UTM 16N
+    sim = AgentSimulator(vehicle_hello("polaris"), seed=11)
+    geo = Georeference()
+    for t in np.arange(0.0, 90.0, 7.3):
+        v = sim.ins_values(float(t))
+        e, n = to_utm.transform(v[Ins.Lon], v[Ins.Lat])
+        assert abs(e - v[Ins.UtmE]) < 1e-3 and abs(n - v[Ins.UtmN]) < 1e-3
+        assert v[Ins.Height] == pytest.approx(geo.origin_height_m + v[Ins.EnuZ], abs=1e-9)
+        assert v[Ins.UtmH] == v[Ins.Height]
+        assert 40.46 < v[Ins.Lat] < 40.48 and -87.01 < v[Ins.Lon] < -86.98
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(-500.0, 500.0), st.floats(-500.0, 500.0), st.floats(-5.0, 20.0))
+def test_world_geodetic_round_trip(x, y, z):
+    geo = Georeference()
+    lat, lon, h = geo.world_to_geodetic(x, y, z)
+    back = geo.geodetic_to_world(lat, lon, h)
+    assert back == pytest.approx((x, y, z), abs=1e-6)
+
+
+def test_seed_example_fix_is_consistent_with_our_utm():
+    # the seed page's INS example: lat lon 40.4703010 -86.9948318 -> utm 500438.112 4479958.172
+    e, n = Georeference().geodetic_to_utm(40.4703010, -86.9948318)
+    assert e == pytest.approx(500438.112, abs=0.01) and n == pytest.approx(4479958.172, abs=0.01)
+
+
+def test_utm_attitude_agrees_with_utm_positions():
+    """Driving along the body x axis moves the UTM position along the heading that UtmQ gives."""
+    sim = AgentSimulator(vehicle_hello("polaris"), noise=False)
+    geo = Georeference()
+    for t in (0.0, _curve_time(sim), 30.0, 70.0):
+        v = sim.ins_values(t)
+        heading_world = quat_matrix(v[Ins.EnuQx:Ins.EnuQw + 1])[:, 0]
+        ahead = v[Ins.EnuX:Ins.EnuZ + 1] + 20.0 * heading_world
+        f0 = geo.fix(*v[Ins.EnuX:Ins.EnuZ + 1])
+        f1 = geo.fix(*ahead)
+        utm_track = math.atan2(f1.utm_n - f0.utm_n, f1.utm_e - f0.utm_e)
+        assert f0.utm_e == pytest.approx(v[Ins.UtmE], abs=1e-6)
+        utm_yaw = yaw_of(v[Ins.UtmQx:Ins.UtmQw + 1])
+        assert (utm_yaw - utm_track + math.pi) % (2 * math.pi) - math.pi == pytest.approx(0.0, abs=2e-6)
+        rotation = v[Ins.GridRotationDeg]
+        assert 0.01 < rotation < 0.1  # map grid (Indiana West) north is east of UTM north here
+        enu_yaw = yaw_of(v[Ins.EnuQx:Ins.EnuQw + 1])
+        diff = math.degrees((enu_yaw - utm_yaw + math.pi) % (2 * math.pi) - math.pi)
+        assert diff == pytest.approx(rotation, abs=1e-9)
+
+
+def test_without_georeference_the_geo_fields_are_nan():
+    sim = AgentSimulator(vehicle_hello("maxxum", georeferenced=False), seed=1)
+    for t in (0.0, 0.01, 0.03):
+        v = sim.ins_values(t)
+        geo = list(INS_GEO_FIELDS)
+        assert np.all(np.isnan(v[geo]))
+        assert v[Ins.FixStatus] == -1.0
+        others = [i for i in range(protocol.INS_FIELDS) if i not in geo]
+        assert np.all(np.isfinite(v[others]))
