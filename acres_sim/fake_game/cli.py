@@ -1,0 +1,163 @@
+"""Command line of the fake game: python3 -m acres_sim.fake_game [options].
+
+    python3 -m acres_sim.fake_game --port 5601 --vehicle polaris
+    python3 -m acres_sim.fake_game --ports 5601,5602 --vehicles polaris,maxxum [--agents a,b]
+
+Port 0 (for a stream or the control channel) takes a free port from the kernel; the LISTENING
+lines name the port that was taken. SIGINT and SIGTERM end the run cleanly (STOP lines, exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .control import ControlServer
+from .server import DEFAULT_MAX_QUEUED_BYTES, LogFn, stdout_log
+from .session import FLAVORS, AgentSpec, Session, SessionConfig
+
+VEHICLE_NAMES = ("polaris", "maxxum")  # as fake_game.vehicles.VEHICLES; kept here so --help is cheap
+
+
+def agent_specs(ports: Sequence[int], vehicles: Sequence[str],
+                agents: Sequence[str] | None = None) -> tuple[AgentSpec, ...]:
+    """One AgentSpec per port; agent names default to the vehicle names."""
+    if len(vehicles) != len(ports):
+        raise ValueError(f"{len(ports)} port(s) but {len(vehicles)} vehicle(s): give one vehicle per port")
+    for vehicle in vehicles:
+        if vehicle not in VEHICLE_NAMES:
+            raise ValueError(f"unknown vehicle {vehicle!r}: expected one of {', '.join(VEHICLE_NAMES)}")
+    names = list(agents) if agents else list(vehicles)
+    if len(names) != len(ports):
+        raise ValueError(f"{len(ports)} port(s) but {len(names)} agent name(s)")
+    if len(set(names)) != len(names):
+        raise ValueError(f"agent names must be unique, got {names} (give --agents)")
+    return tuple(AgentSpec(a, v, p) for a, v, p in zip(names, vehicles, ports))
+
+
+@dataclass
+class FakeGame:
+    """A running session plus its optional control channel."""
+
+    session: Session
+    control: ControlServer | None
+
+    @classmethod
+    def start(cls, config: SessionConfig, control_port: int | None,
+              log: LogFn = stdout_log) -> FakeGame:
+        session = Session(config, log)
+        session.start()
+        control = None
+        if control_port is not None:
+            control = ControlServer(control_port, session, log)
+            if not control.start():
+                control = None
+        return cls(session, control)
+
+    def stop(self) -> None:
+        # The session first: a step request in progress then ends with an error answer.
+        self.session.stop()
+        if self.control is not None:
+            self.control.stop()
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a comma list of integers, got {text!r}") from None
+
+
+def _name_list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python3 -m acres_sim.fake_game",
+        description="Serve ACRES sensor streams (TSS1) from a synthetic world, one port per agent.")
+    p.add_argument("--port", type=_port, default=5601, help="stream port of a single agent (5601)")
+    p.add_argument("--vehicle", default="polaris", choices=VEHICLE_NAMES, help="vehicle of a single agent")
+    p.add_argument("--ports", type=_int_list, help="one stream port per agent, e.g. 5601,5602")
+    p.add_argument("--vehicles", type=_name_list, help="one vehicle per port, e.g. polaris,maxxum")
+    p.add_argument("--agents", type=_name_list, help="agent names (default: the vehicle names)")
+    p.add_argument("--seed", type=int, default=42, help="seed of every random process (42)")
+    p.add_argument("--realtime-factor", type=float, default=1.0,
+                   help="simulated seconds per wall-clock second; 0 = as fast as possible (1.0)")
+    p.add_argument("--lockstep", action="store_true",
+                   help="start held; the world advances only on step requests of the control channel")
+    p.add_argument("--control-port", type=_port, default=None,
+                   help="JSON-lines control channel on 127.0.0.1 (0 = a free port; default: none)")
+    p.add_argument("--flavor", choices=FLAVORS, default="game",
+                   help="game, or core: the ACRES Core behaviour (Hello sequence 0 at world time, no camera)")
+    p.add_argument("--no-georeference", action="store_true", help="a map without geographic reference")
+    p.add_argument("--no-noise", action="store_true", help="exact sensors (no INS, LiDAR or camera noise)")
+    p.add_argument("--max-queued-bytes", type=int, default=DEFAULT_MAX_QUEUED_BYTES,
+                   help="queue size above which LiDAR and camera frames are dropped (96 MiB); "
+                        "every frame above twice this")
+    p.add_argument("--stats-period-s", type=float, default=30.0,
+                   help="period of the STATS lines while a client is connected (30)")
+    p.add_argument("--duration-s", type=float, default=0.0,
+                   help="end the run when the world time reaches this (0 = run until stopped)")
+    p.add_argument("--cached", action="store_true",
+                   help="render a few clouds and images once and re-serve them with fresh stamps")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> SessionConfig:
+    ports = args.ports if args.ports else [args.port]
+    vehicles = args.vehicles if args.vehicles else [args.vehicle]
+    if args.lockstep and args.control_port is None:
+        raise ValueError("--lockstep needs --control-port (the world only moves on step requests)")
+    return SessionConfig(
+        agents=agent_specs(ports, vehicles, args.agents),
+        seed=args.seed,
+        realtime_factor=args.realtime_factor,
+        lockstep=args.lockstep,
+        flavor=args.flavor,
+        georeferenced=not args.no_georeference,
+        noise=not args.no_noise,
+        cached=args.cached,
+        max_queued_bytes=args.max_queued_bytes,
+        stats_period_s=args.stats_period_s,
+        duration_s=args.duration_s,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = config_from_args(args)
+    except ValueError as exc:
+        parser.error(str(exc))
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        game = FakeGame.start(config, args.control_port)
+        if not game.session.listening_agents:
+            game.stop()
+            print("fake_game: no stream could listen; nothing to serve", file=sys.stderr)
+            return 1
+        while not stop.wait(0.2) and not game.session.finished:
+            pass
+        game.stop()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0

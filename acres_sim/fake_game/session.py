@@ -1,0 +1,439 @@
+"""The fake game's simulation loop over all agents, ROS-free.
+
+Time base. The world advances in physics steps of exactly 1/120 s. The world starts at step 0
+(time 0) and produces nothing there; step n is the step that brings the world to time n/120
+(computed as n / 120.0, never accumulated), so the first step is step 1 at 1/120 s. Every step
+queues, on each agent's stream, one Clock frame and then the INS epochs that fell due. A sensor
+at rate hz has its epoch k (k = 1, 2, ...) due at k / hz and produces it at the first step at or
+after that time: the smallest n with n * hz >= 120 * k, evaluated in exact rational arithmetic.
+All frames of a step are stamped with the world time of that step. So at 100 Hz the INS
+intervals are 1/120 s or 2/120 s; steps 1..12 hold 12 clocks, 10 INS epochs (due 0.01 .. 0.10),
+and one LiDAR scan and one camera image (due 0.1, produced at step 12, stamped 0.1 = the end of
+the sweep). LiDAR and camera frames are rendered on a worker pool and queued when their render is
+done, i.e. after the clock and INS frames of their step (and usually of some later steps).
+
+Lockstep. The world starts held; only the Hello goes out until a step request. step(N) runs N
+steps, waits until every render those steps started was queued, queues one Barrier on each
+connected stream (payload: the world step reached; stamp: the world time of that step) and
+returns. With the seed's three requests of 12 steps and the Polaris this gives clock 12, ins 10,
+lidar 1, camera 1 and a barrier at sequences 25, 50 and 75 (Hello is sequence 0).
+
+Vehicle time. Each agent's Clock payload is its own physics time: the world time plus a constant
+lead of VEHICLE_CLOCK_LEAD_S + 100 s x agent index, so the offset (world minus vehicle time) is
+non-zero and differs between agents, as in the game where every pawn has its own physics clock.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from acres_sim.protocol import (
+    FrameType,
+    Hello,
+    encode_barrier,
+    encode_camera,
+    encode_clock,
+    encode_ins,
+    encode_lidar,
+)
+
+from .server import DEFAULT_MAX_QUEUED_BYTES, LogFn, StreamServer, stdout_log
+
+PHYSICS_HZ = 120
+VEHICLE_CLOCK_LEAD_S = 1234.5  # vehicle time minus world time of agent 0
+FLAVORS = ("game", "core")
+MAX_STEPS_PER_REQUEST = 1_000_000
+AGENT_SPACING_M = 40.0  # distance along the loop between the start places of the agents
+CACHED_RENDERS = 5  # clouds and images re-served in --cached mode (0.5 s of a 10 Hz sensor)
+_MAX_RENDERS_IN_FLIGHT = 4  # per agent: beyond this the simulation waits for the renderer
+_MAX_LAG_S = 1.0  # real-time pacing: further behind than this, give up catching up
+
+
+def world_time(step: int) -> float:
+    """World time of physics step n, exact to the double nearest n / 120."""
+    return step / float(PHYSICS_HZ)
+
+
+def due_step(epoch: int, hz: float) -> int:
+    """The first physics step at or after the due time epoch / hz (exact arithmetic)."""
+    return math.ceil(Fraction(PHYSICS_HZ * epoch) / Fraction(hz))
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    agent: str
+    vehicle: str
+    port: int
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    agents: tuple[AgentSpec, ...]
+    seed: int = 42
+    realtime_factor: float = 1.0  # 0 = as fast as possible
+    lockstep: bool = False
+    flavor: str = "game"
+    georeferenced: bool = True
+    noise: bool = True
+    cached: bool = False
+    max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES
+    stats_period_s: float = 30.0
+    duration_s: float = 0.0  # world time at which the run ends; 0 = never
+    render_workers: int = 2
+
+    def __post_init__(self) -> None:
+        if not self.agents:
+            raise ValueError("at least one agent is needed")
+        names = [a.agent for a in self.agents]
+        if len(set(names)) != len(names):
+            raise ValueError(f"agent names must be unique, got {names}")
+        ports = [a.port for a in self.agents if a.port != 0]
+        if len(set(ports)) != len(ports):
+            raise ValueError(f"ports must be unique, got {ports}")
+        for a in self.agents:
+            if not 0 <= a.port <= 65535:
+                raise ValueError(f"port of agent {a.agent} must be 1-65535, got {a.port}")
+            if not a.agent or any(c.isspace() for c in a.agent):
+                raise ValueError(f"agent name {a.agent!r} must be non-empty without spaces")
+        if self.flavor not in FLAVORS:
+            raise ValueError(f"flavor must be one of {FLAVORS}, got {self.flavor!r}")
+        if not (self.realtime_factor >= 0 and math.isfinite(self.realtime_factor)):
+            raise ValueError(f"realtime_factor must be >= 0, got {self.realtime_factor}")
+        if self.max_queued_bytes <= 0:
+            raise ValueError(f"max_queued_bytes must be positive, got {self.max_queued_bytes}")
+        if not self.stats_period_s > 0:
+            raise ValueError(f"stats_period_s must be positive, got {self.stats_period_s}")
+        if not self.duration_s >= 0:
+            raise ValueError(f"duration_s must be >= 0, got {self.duration_s}")
+
+
+class _Schedule:
+    """Epochs k = 1, 2, ... of a sensor at rate hz, each at its first step at or after k / hz."""
+
+    def __init__(self, hz: float):
+        self.hz = hz
+        self.epoch = 1
+        self.next_step = due_step(1, hz)
+
+    def due(self, step: int) -> int:
+        """How many epochs fall due at this step (0 or 1 for rates up to 120 Hz)."""
+        count = 0
+        while self.next_step <= step:
+            count += 1
+            self.epoch += 1
+            self.next_step = due_step(self.epoch, self.hz)
+        return count
+
+
+@dataclass
+class _Agent:
+    index: int
+    spec: AgentSpec
+    hello: Hello
+    simulator: Any  # simulation.AgentSimulator
+    server: StreamServer
+    clock_lead_s: float
+    ins: _Schedule | None
+    lidar: _Schedule | None
+    camera: _Schedule | None
+    renders: list[Future] = field(default_factory=list)
+    cache: dict[FrameType, list[bytes]] = field(default_factory=dict)
+    served: dict[FrameType, int] = field(default_factory=dict)
+    cache_lock: threading.Lock = field(default_factory=threading.Lock)
+    lidar_size: int = 0
+    camera_size: int = 0
+
+
+class Session:
+    """All agents of one fake-game run: streams, simulation loop, lockstep requests.
+
+    start() opens the streams and (unless lockstep) starts the world; step(), pause(), play()
+    and status() are what the control channel calls; stop() ends everything and logs STOP.
+    """
+
+    def __init__(self, config: SessionConfig, log: LogFn = stdout_log):
+        self.config = config
+        self._log = log
+        self._agents: list[_Agent] = []
+        self._step = 0
+        self._world_lock = threading.RLock()  # one step at a time, by the loop or a request
+        self._request_lock = threading.Lock()  # one step request at a time
+        self._state = threading.Condition()
+        self._paused = config.lockstep
+        self._stopping = False
+        self._finished = threading.Event()
+        self._pool: ThreadPoolExecutor | None = None
+        self._thread: threading.Thread | None = None
+        self._anchor: tuple[float, int] | None = None  # (monotonic, step) the pacing counts from
+        self._render_error: BaseException | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()  # close the streams that did open
+            raise
+
+    def _start(self) -> None:
+        # Imported here so that the transport and its tests load without the world's numpy work.
+        from .simulation import AgentSimulator
+        from .vehicles import vehicle_hello
+
+        cfg = self.config
+        for index, spec in enumerate(cfg.agents):
+            hello = vehicle_hello(spec.vehicle, agent=spec.agent, georeferenced=cfg.georeferenced,
+                                  flavor=cfg.flavor)
+            # The simulator exists before the port opens: a client is accepted only once the
+            # agent's sensors are set up (the seed's "the game accepts a client only when the
+            # sensor recorder knows its layout"). Agents differ by name inside the simulator's
+            # seeding, so every agent gets the user's seed; they start at different places.
+            simulator = AgentSimulator(hello, seed=cfg.seed, noise=cfg.noise,
+                                       start_offset_m=AGENT_SPACING_M * index)
+            server = StreamServer(spec.agent, spec.port, hello, flavor=cfg.flavor,
+                                  max_queued_bytes=cfg.max_queued_bytes,
+                                  stats_period_s=cfg.stats_period_s, log=self._log,
+                                  world_time=lambda: world_time(self._step))
+            if not server.start():
+                continue  # LISTEN_FAILED: the session goes on without this stream
+            camera_on = hello.camera.enabled and cfg.flavor != "core"
+            agent = _Agent(
+                index=index, spec=spec, hello=hello, simulator=simulator, server=server,
+                clock_lead_s=VEHICLE_CLOCK_LEAD_S + 100.0 * index,
+                ins=_Schedule(hello.ins.hz) if hello.ins.enabled else None,
+                lidar=_Schedule(hello.lidar.hz) if hello.lidar.enabled else None,
+                camera=_Schedule(hello.camera.hz) if camera_on else None,
+                lidar_size=16 + 16 * hello.lidar.columns * hello.lidar.rings,
+                camera_size=16 + 3 * hello.camera.width * hello.camera.height,
+            )
+            self._agents.append(agent)
+        self._pool = ThreadPoolExecutor(max_workers=max(1, cfg.render_workers),
+                                        thread_name_prefix="render")
+        self._thread = threading.Thread(target=self._run, name="simulation", daemon=True)
+        self._thread.start()
+
+    @property
+    def listening_agents(self) -> list[str]:
+        return [a.spec.agent for a in self._agents]
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """The port each listening agent got (useful with port 0)."""
+        return {a.spec.agent: a.server.port for a in self._agents}
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the run ended by itself (duration reached or a render failed)."""
+        return self._finished.wait(timeout)
+
+    @property
+    def finished(self) -> bool:
+        return self._finished.is_set()
+
+    def stop(self) -> None:
+        with self._state:
+            self._stopping = True
+            self._state.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        for agent in self._agents:
+            agent.server.stop()
+        self._finished.set()
+
+    # -- requests (control channel) -----------------------------------------------------------
+
+    @property
+    def step_count(self) -> int:
+        return self._step
+
+    @property
+    def time_s(self) -> float:
+        return world_time(self._step)
+
+    def step(self, steps: int) -> tuple[int, float]:
+        """Hold the world, advance it by steps, wait for the renders, queue the barriers."""
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS_PER_REQUEST:
+            raise ValueError(f"steps must be an integer from 1 to {MAX_STEPS_PER_REQUEST}, got {steps!r}")
+        with self._request_lock:
+            with self._state:
+                if self._stopping or self._finished.is_set():
+                    raise RuntimeError("the session has ended")
+                self._paused = True  # a step request leaves the world held, as the game does
+                self._anchor = None
+            with self._world_lock:
+                for _ in range(steps):
+                    if self._stopping:
+                        raise RuntimeError("the session is stopping")
+                    self._advance()
+                    if self._duration_reached():
+                        break
+                self._wait_renders()
+                step = self._step
+                stamp = world_time(step)
+                for agent in self._agents:
+                    agent.server.publish(FrameType.BARRIER, stamp, encode_barrier(step))
+            if self._duration_reached():
+                self._finished.set()
+            return step, stamp
+
+    def pause(self) -> None:
+        with self._state:
+            self._paused = True
+            self._anchor = None
+
+    def play(self) -> None:
+        with self._state:
+            self._paused = False
+            self._anchor = None
+            self._state.notify_all()
+
+    def status(self) -> dict[str, Any]:
+        with self._state:
+            paused = self._paused
+        return {
+            "step": self._step,
+            "time_s": world_time(self._step),
+            "paused": paused,
+            "lockstep": self.config.lockstep,
+            "realtime_factor": self.config.realtime_factor,
+            "flavor": self.config.flavor,
+            "agents": [
+                {"agent": a.spec.agent, "vehicle": a.spec.vehicle, "port": a.server.port,
+                 "connected": a.server.connected}
+                for a in self._agents
+            ],
+        }
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def _duration_reached(self) -> bool:
+        d = self.config.duration_s
+        return d > 0 and world_time(self._step) >= d
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # noqa: BLE001 -- end the run with a clear line, not a dead thread
+            self._log(f"ACRES_FAKE_GAME_FAILED error={exc!r}")
+            self._finished.set()
+
+    def _loop(self) -> None:
+        rate = PHYSICS_HZ * self.config.realtime_factor  # steps per wall-clock second; 0 = no pacing
+        while True:
+            with self._state:
+                while self._paused and not self._stopping:
+                    self._state.wait()
+                if self._stopping:
+                    return
+                if rate > 0:
+                    now = time.monotonic()
+                    if self._anchor is None:
+                        self._anchor = (now, self._step)
+                    target = self._anchor[0] + (self._step + 1 - self._anchor[1]) / rate
+                    if target - now > 0:
+                        # Sleep on the condition so that stop and pause wake us at once.
+                        self._state.wait(target - now)
+                        continue
+                    if now - target > _MAX_LAG_S:
+                        self._anchor = (now, self._step)  # far behind: run on from here
+            with self._world_lock:
+                with self._state:
+                    if self._paused or self._stopping:
+                        continue
+                self._advance()
+                if self._duration_reached():
+                    self._finished.set()
+                    with self._state:
+                        self._paused = True
+            if self._render_error is not None:
+                self._finished.set()
+                return
+
+    def _advance(self) -> None:
+        """One physics step for every agent (caller holds the world lock)."""
+        step = self._step + 1
+        t = world_time(step)
+        for agent in self._agents:
+            self._agent_step(agent, step, t)
+        self._step = step
+
+    def _agent_step(self, agent: _Agent, step: int, t: float) -> None:
+        server = agent.server
+        server.publish(FrameType.CLOCK, t, encode_clock(t + agent.clock_lead_s))
+        if agent.ins is not None:
+            for _ in range(agent.ins.due(step)):
+                # Computed with or without a client: the INS error model is a process in time,
+                # and the same seed must give the same epochs whenever a client connects.
+                values = agent.simulator.ins_values(t)
+                server.publish(FrameType.INS, t, encode_ins(values))
+        if agent.lidar is not None:
+            for _ in range(agent.lidar.due(step)):
+                self._submit(agent, FrameType.LIDAR, t, agent.lidar_size)
+        if agent.camera is not None:
+            for _ in range(agent.camera.due(step)):
+                self._submit(agent, FrameType.CAMERA, t, agent.camera_size)
+
+    def _submit(self, agent: _Agent, kind: FrameType, t: float, size: int) -> None:
+        server = agent.server
+        if not server.connected:
+            return  # nobody would get it: do not spend the render
+        if server.would_drop(kind, size):
+            server.count_drop(kind)  # the flow control would drop it: skip the render as well
+            return
+        agent.renders = [f for f in agent.renders if not f.done()]
+        while len(agent.renders) >= _MAX_RENDERS_IN_FLIGHT:
+            # The renderer is behind: the world waits for it, as the game's frame does.
+            agent.renders.pop(0).result()
+        assert self._pool is not None
+        agent.renders.append(self._pool.submit(self._render, agent, kind, t))
+
+    def _render(self, agent: _Agent, kind: FrameType, t: float) -> None:
+        try:
+            payload = self._payload(agent, kind, t)
+            agent.server.publish(kind, t, payload)
+        except BaseException as exc:  # surface it: a broken renderer must not fail silently
+            self._render_error = exc
+            self._log(f"ACRES_FAKE_GAME_RENDER_FAILED agent={agent.spec.agent} type={kind.name.lower()} "
+                      f"error={exc!r}")
+            raise
+
+    def _payload(self, agent: _Agent, kind: FrameType, t: float) -> bytes:
+        render: Callable[[], bytes]
+        if kind == FrameType.LIDAR:
+            def render() -> bytes:
+                return encode_lidar(agent.simulator.lidar_points(t))
+        else:
+            def render() -> bytes:
+                return encode_camera(agent.simulator.camera_image(t))
+        if not self.config.cached:
+            return render()
+        # Cached mode: the first few renders are kept and then served again in turn with fresh
+        # stamps, so the fake game costs little more than the copying of bytes.
+        with agent.cache_lock:
+            cache = agent.cache.setdefault(kind, [])
+            served = agent.served.get(kind, 0)
+            agent.served[kind] = served + 1
+            if len(cache) >= CACHED_RENDERS:
+                return cache[served % len(cache)]
+        payload = render()
+        with agent.cache_lock:
+            if len(cache) < CACHED_RENDERS:
+                cache.append(payload)
+        return payload
+
+    def _wait_renders(self) -> None:
+        for agent in self._agents:
+            for future in agent.renders:
+                future.result()
+            agent.renders.clear()

@@ -1,0 +1,111 @@
+"""The rclpy node `fake_game`: parameters, a real ROS graph, a served stream, clean exit."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from acres_sim.protocol import HEADER_SIZE, FrameType, parse_header, parse_hello
+
+rclpy = pytest.importorskip("rclpy", reason="the node test needs rclpy")
+
+REPO = Path(__file__).resolve().parents[1]
+DOMAIN_ID = "113"  # this module's own ROS domain (fake_game tests use 100-119)
+TIMEOUT_S = 30.0
+
+
+def _ros_env() -> dict[str, str]:
+    return {**os.environ, "ROS_DOMAIN_ID": DOMAIN_ID, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+
+
+def _read_exact(sock: socket.socket, count: int) -> bytes:
+    data = bytearray()
+    while len(data) < count:
+        chunk = sock.recv(count - len(data))
+        if not chunk:
+            raise ConnectionError("stream closed")
+        data += chunk
+    return bytes(data)
+
+
+@pytest.fixture
+def ros_context():
+    saved = {k: os.environ.get(k) for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")}
+    os.environ.update(ROS_DOMAIN_ID=DOMAIN_ID, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST")
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    yield context
+    rclpy.shutdown(context=context)
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_node_serves_stream_and_exits_cleanly(ros_context, sig):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "acres_sim.fake_game.node", "--ros-args",
+         "-p", "ports:=[0]", "-p", "vehicles:=[maxxum]", "-p", "agents:=[tractor]",
+         "-p", "stats_period_s:=0.5", "-p", "seed:=3"],
+        cwd=REPO, env=_ros_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(line.rstrip() for line in proc.stdout), daemon=True).start()
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        port = None
+        while port is None:
+            assert time.monotonic() < deadline and proc.poll() is None, lines
+            for line in lines:
+                match = re.fullmatch(r"ACRES_SENSOR_STREAM_LISTENING agent=tractor port=(\d+)", line)
+                if match:
+                    port = int(match.group(1))
+            time.sleep(0.05)
+
+        # The node is on the graph under its name.
+        probe = rclpy.create_node("fake_game_probe", context=ros_context)
+        try:
+            while "fake_game" not in probe.get_node_names():
+                assert time.monotonic() < deadline, probe.get_node_names()
+                time.sleep(0.1)
+        finally:
+            probe.destroy_node()
+
+        # It serves the stream of its parameters.
+        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as sock:
+            header = parse_header(_read_exact(sock, HEADER_SIZE))
+            hello = parse_hello(_read_exact(sock, header.payload_size))
+            assert header.frame_type == FrameType.HELLO
+            assert (hello.agent, hello.vehicle) == ("tractor", "maxxum")
+            kinds = set()
+            for _ in range(20):
+                header = parse_header(_read_exact(sock, HEADER_SIZE))
+                _read_exact(sock, header.payload_size)
+                kinds.add(header.frame_type)
+            assert {FrameType.CLOCK, FrameType.INS} <= kinds
+            while not any(line.startswith("ACRES_SENSOR_STREAM_STATS agent=tractor") for line in lines):
+                assert time.monotonic() < deadline, lines
+                time.sleep(0.05)
+        proc.send_signal(sig)
+        code = proc.wait(timeout=TIMEOUT_S)
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 0, err
+    assert "Traceback" not in err
+    # The same lines also went through the node's logger.
+    assert "ACRES_SENSOR_STREAM_LISTENING agent=tractor" in err
+    time.sleep(0.1)
+    assert any(line.startswith("ACRES_SENSOR_STREAM_STOP agent=tractor queued_mb=") for line in lines), lines
