@@ -22,7 +22,7 @@ if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" >/dev/null 2>&1; then
   say "using the sourced ROS 2 $ROS_DISTRO"
   missing=()
   command -v colcon >/dev/null 2>&1 || missing+=("colcon (apt install python3-colcon-common-extensions)")
-  for mod in numpy pyproj pytest hypothesis flake8 tf2_msgs sensor_msgs nav_msgs diagnostic_msgs; do
+  for mod in numpy pyproj pytest hypothesis flake8 yaml tf2_msgs sensor_msgs nav_msgs diagnostic_msgs; do
     python3 -c "import $mod" >/dev/null 2>&1 || missing+=("python module $mod (rosdep install --from-paths . --ignore-src -y)")
   done
   if [ ${#missing[@]} -gt 0 ]; then

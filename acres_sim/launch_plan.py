@@ -1,0 +1,127 @@
+"""What launch/bridge.launch.py starts, as plain data (no launch imports, testable anywhere).
+
+agents "polaris,maxxum" and ports "5601,5602" -> one sim_bridge per agent in namespace /<agent>;
+frame_prefix "<agent>/" when there is more than one agent; /clock from the first agent only;
+optionally fake_game serving those agents on those ports and rviz2.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = "acres_sim"
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # a valid ROS namespace token and frame prefix
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+LOG_LEVELS = ("debug", "info", "warn", "error", "fatal")
+
+
+class LaunchPlanError(ValueError):
+    """A launch argument the plan cannot use; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class BridgePlan:
+    agent: str
+    port: int
+    namespace: str  # "/<agent>"
+    frame_prefix: str  # "" for one agent, "<agent>/" for several
+    publish_clock: bool  # the first agent only
+
+    def parameters(self, host: str) -> dict[str, object]:
+        """The per-agent parameters, given after the params file so that they win."""
+        return {"host": host, "port": self.port, "frame_prefix": self.frame_prefix,
+                "publish_clock": self.publish_clock}
+
+
+@dataclass(frozen=True)
+class FakeGamePlan:
+    ports: tuple[int, ...]
+    vehicles: tuple[str, ...]
+    agents: tuple[str, ...]
+
+    def parameters(self) -> dict[str, object]:
+        return {"ports": list(self.ports), "vehicles": list(self.vehicles), "agents": list(self.agents)}
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    bridges: tuple[BridgePlan, ...]
+    fake_game: FakeGamePlan | None
+    rviz: bool
+    use_sim_time: bool
+    log_level: str
+    host: str
+
+
+def split_list(text: str) -> list[str]:
+    """'a, b,,c ' -> ['a', 'b', 'c']."""
+    return [item.strip() for item in str(text).split(",") if item.strip()]
+
+
+def parse_bool(name: str, text: str | bool) -> bool:
+    if isinstance(text, bool):
+        return text
+    value = str(text).strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise LaunchPlanError(f"launch argument {name} must be true or false, got {text!r}")
+
+
+def plan_launch(agents: str = "polaris", ports: str = "5601", host: str = "127.0.0.1",
+                fake_game: str | bool = "false", rviz: str | bool = "false",
+                use_sim_time: str | bool = "true", log_level: str = "info",
+                vehicles: str = "") -> LaunchPlan:
+    names = split_list(agents)
+    if not names:
+        raise LaunchPlanError("launch argument agents is empty")
+    for name in names:
+        if not _NAME.match(name):
+            raise LaunchPlanError(f"agent name {name!r} is not a valid ROS name (letters, digits, _)")
+    if len(set(names)) != len(names):
+        raise LaunchPlanError(f"agent names must be distinct, got {names}")
+    port_texts = split_list(ports)
+    if len(port_texts) != len(names):
+        raise LaunchPlanError(f"launch arguments agents ({len(names)}: {','.join(names)}) and ports "
+                              f"({len(port_texts)}: {','.join(port_texts)}) need the same length")
+    try:
+        port_numbers = [int(p) for p in port_texts]
+    except ValueError:
+        raise LaunchPlanError(f"launch argument ports must be integers, got {ports!r}") from None
+    if any(not 1 <= p <= 65535 for p in port_numbers) or len(set(port_numbers)) != len(port_numbers):
+        raise LaunchPlanError(f"ports must be distinct and in 1..65535, got {port_numbers}")
+    level = str(log_level).strip().lower()
+    if level not in LOG_LEVELS:
+        raise LaunchPlanError(
+            f"launch argument log_level must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
+    several = len(names) > 1
+    bridges = tuple(
+        BridgePlan(agent=name, port=port, namespace=f"/{name}", frame_prefix=f"{name}/" if several else "",
+                   publish_clock=index == 0)
+        for index, (name, port) in enumerate(zip(names, port_numbers)))
+    game = None
+    if parse_bool("fake_game", fake_game):
+        vehicle_names = split_list(vehicles) or names
+        if len(vehicle_names) != len(names):
+            raise LaunchPlanError(
+                f"launch argument vehicles needs one vehicle per agent, got {vehicle_names}")
+        game = FakeGamePlan(tuple(port_numbers), tuple(vehicle_names), tuple(names))
+    return LaunchPlan(bridges=bridges, fake_game=game, rviz=parse_bool("rviz", rviz),
+                      use_sim_time=parse_bool("use_sim_time", use_sim_time), log_level=level, host=host)
+
+
+def config_file(name: str) -> str:
+    """config/<name> of the installed package (ament index), else of the source tree."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        path = Path(get_package_share_directory(PACKAGE)) / "config" / name
+        if path.is_file():
+            return str(path)
+    except (ImportError, LookupError, ValueError, OSError):
+        pass
+    return str(Path(__file__).resolve().parent.parent / "config" / name)

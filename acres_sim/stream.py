@@ -1,0 +1,428 @@
+"""Client side of the TSS1 sensor stream (ROS-free).
+
+- require_loopback: the game only listens on 127.0.0.1 and the data must not leave the computer.
+- FrameReader: reads whole frames from a connected socket. The header goes into one reusable
+  32-byte buffer; each payload gets one fresh bytearray of exactly its size (filled in place with
+  recv_into, never grown by concatenation). A fresh buffer per frame because consumers keep
+  zero-copy views into it (decoded clouds and images) after the reader has moved on.
+- StreamClient: a thread that connects with exponential backoff, reads frames, decodes them and
+  hands them on in arrival order; bad input is counted and logged, the stream goes on.
+- HandoffQueue: the bounded queue between the reader thread and the publishing thread. When it
+  is full, heavy frames (LiDAR, camera) are dropped and counted; light frames are kept.
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+import logging
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from acres_sim import protocol
+from acres_sim.protocol import HEADER_SIZE, FrameHeader, FrameType, Payload, ProtocolError
+from acres_sim.stats import StreamStats, type_name
+
+_LOG = logging.getLogger("acres_sim.stream")
+
+DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
+_DISCARD_CHUNK = 256 * 1024
+_RECV_BUFFER_BYTES = 16 * 1024 * 1024  # the game asks for a 16 MiB send buffer; match it
+_POLL_S = 0.5  # socket timeout: how often a blocked read looks at the stop flag
+_SEQUENCE_MOD = 1 << 32
+HEAVY_TYPES = frozenset({FrameType.LIDAR, FrameType.CAMERA})
+
+
+class NotLoopbackError(ValueError):
+    """The host is not a loopback address."""
+
+
+def require_loopback(host: str) -> str:
+    """Return `host` when it names this computer's loopback (127.0.0.0/8, ::1, localhost)."""
+    name = host.strip()
+    if name.lower() == "localhost":
+        return name
+    try:
+        address = ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        raise NotLoopbackError(
+            f"host {host!r} is not a loopback address: the sensor stream is served on 127.0.0.1 "
+            "only (use 127.0.0.1, ::1 or localhost)") from None
+    mapped = getattr(address, "ipv4_mapped", None)
+    if not (address.is_loopback or (mapped is not None and mapped.is_loopback)):
+        raise NotLoopbackError(
+            f"host {host!r} is not a loopback address: the sensor stream is served on 127.0.0.1 "
+            "only (use 127.0.0.1, ::1 or localhost)")
+    return name
+
+
+class StreamDesync(ProtocolError):
+    """Input after which the byte stream can no longer be trusted: close and connect again."""
+
+
+class FrameSkipped(ProtocolError):
+    """A frame of an unknown type; its payload was read and discarded, the stream is in step."""
+
+    def __init__(self, message: str, header: FrameHeader):
+        super().__init__(message)
+        self.header = header
+
+
+@dataclass(frozen=True)
+class RawFrame:
+    header: FrameHeader
+    payload: bytearray  # owned by this frame; never reused by the reader
+    received: float  # time.monotonic() when the last byte arrived
+
+
+@dataclass(frozen=True)
+class Frame:
+    header: FrameHeader
+    payload: bytearray
+    data: Payload  # the decoded payload (views into `payload` for clouds, images, INS)
+    received: float
+
+    @property
+    def type(self) -> int:
+        return self.header.type
+
+
+def _known_type(kind: int) -> bool:
+    try:
+        FrameType(kind)
+    except ValueError:
+        return False
+    return True
+
+
+class FrameReader:
+    """Reads frames from one connected socket. Not thread-safe; one reader per connection."""
+
+    def __init__(self, sock: socket.socket, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+                 stop: threading.Event | None = None):
+        self._sock = sock
+        self._max = max_payload_bytes
+        self._stop = stop
+        self._header = bytearray(HEADER_SIZE)
+        self._header_view = memoryview(self._header)
+        self._discard: memoryview | None = None
+
+    def _fill(self, view: memoryview, what: str, at_frame_start: bool = False) -> None:
+        got, need = 0, len(view)
+        while got < need:
+            try:
+                n = self._sock.recv_into(view[got:], need - got)
+            except TimeoutError:
+                if self._stop is not None and self._stop.is_set():
+                    raise ConnectionAbortedError("stopping") from None
+                continue
+            if n == 0:
+                if got == 0 and at_frame_start:
+                    raise ConnectionResetError("the game closed the stream")
+                raise ConnectionResetError(f"the stream closed in the middle of a frame ({what}: "
+                                           f"{got} of {need} bytes)")
+            got += n
+
+    def read_frame(self) -> RawFrame:
+        """The next frame. ConnectionError when the stream ends, StreamDesync for bad magic or a
+        payload above the limit (both leave the stream unusable), FrameSkipped for an unknown type."""
+        self._fill(self._header_view, "header", at_frame_start=True)
+        magic = bytes(self._header[:4])
+        if magic != protocol.MAGIC:
+            raise StreamDesync(f"bad magic {magic!r} (expected {protocol.MAGIC!r}): the stream is out "
+                               "of step")
+        header = protocol.parse_header(self._header)
+        size = header.payload_size
+        if size > self._max:
+            raise StreamDesync(f"{type_name(header.type)} frame (type {header.type}, sequence "
+                               f"{header.sequence}) announces {size} payload bytes, above "
+                               f"max_payload_bytes {self._max}")
+        if not _known_type(header.type):
+            self._skip(size)
+            raise FrameSkipped(f"unknown frame type {header.type} (sequence {header.sequence}, "
+                               f"{size} payload bytes skipped)", header)
+        payload = bytearray(size)
+        if size:
+            self._fill(memoryview(payload), f"{type_name(header.type)} payload")
+        return RawFrame(header, payload, time.monotonic())
+
+    def _skip(self, size: int) -> None:
+        if self._discard is None:
+            self._discard = memoryview(bytearray(_DISCARD_CHUNK))
+        while size > 0:
+            chunk = min(size, _DISCARD_CHUNK)
+            self._fill(self._discard[:chunk], "skipped payload")
+            size -= chunk
+
+
+class StreamState(enum.Enum):
+    CONNECTING = "connecting"
+    CONNECTED = "connected"
+    DISCONNECTED = "disconnected"  # waiting before the next attempt
+    STOPPED = "stopped"
+
+
+class Backoff:
+    """Exponential backoff between min_s and max_s; reset after a successful connection."""
+
+    def __init__(self, min_s: float, max_s: float):
+        if min_s <= 0 or max_s < min_s:
+            raise ValueError(f"reconnect delays need 0 < min ({min_s}) <= max ({max_s})")
+        self.min_s = min_s
+        self.max_s = max_s
+        self._next = min_s
+
+    def next_delay(self) -> float:
+        delay = self._next
+        self._next = min(self._next * 2.0, self.max_s)
+        return delay
+
+    def reset(self) -> None:
+        self._next = self.min_s
+
+
+def connect(host: str, port: int, timeout_s: float = 2.0) -> socket.socket:
+    """A TCP connection to host:port with a large receive buffer and TCP_NODELAY."""
+    last: OSError | None = None
+    for family, kind, proto, _name, address in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+        sock = socket.socket(family, kind, proto)
+        try:
+            # Before connect so the window scale is negotiated for it; the kernel caps the value.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RECV_BUFFER_BYTES)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.settimeout(timeout_s)
+            sock.connect(address)
+            return sock
+        except OSError as exc:
+            last = exc
+            sock.close()
+    raise last if last is not None else OSError(f"no address for {host}:{port}")
+
+
+FrameHandler = Callable[[Frame], None]
+StateHandler = Callable[[StreamState, str], None]
+
+
+class StreamClient:
+    """Connects, reads and decodes frames in its own thread, calls `on_frame` for each good frame
+    in arrival order. `on_frame` runs in the reader thread and must be quick (hand heavy work on)."""
+
+    def __init__(self, host: str, port: int, on_frame: FrameHandler, *,
+                 reconnect_min_s: float = 0.5, reconnect_max_s: float = 5.0,
+                 max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+                 stats: StreamStats | None = None, on_state: StateHandler | None = None,
+                 logger: logging.Logger | None = None, connect_timeout_s: float = 2.0):
+        self.host = require_loopback(host)
+        self.port = int(port)
+        self._on_frame = on_frame
+        self._on_state = on_state
+        self._backoff = Backoff(reconnect_min_s, reconnect_max_s)
+        self._max = int(max_payload_bytes)
+        self.stats = stats if stats is not None else StreamStats()
+        self._log = logger if logger is not None else _LOG
+        self._connect_timeout = connect_timeout_s
+        self._stop = threading.Event()
+        self._sock_lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._state = StreamState.DISCONNECTED
+        self._state_detail = ""
+        self._expected_sequence: int | None = None
+        self._connections = 0
+        self._last_failure = ""
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def state(self) -> StreamState:
+        return self._state
+
+    @property
+    def state_detail(self) -> str:
+        return self._state_detail
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("StreamClient already started")
+        self._thread = threading.Thread(target=self.run, name=f"tss1-reader-{self.port}", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 1.0) -> bool:
+        """Stop the reader: unblock any read and join the thread. True when it has ended."""
+        self._stop.set()
+        with self._sock_lock:
+            if self._sock is not None:
+                try:
+                    self._sock.shutdown(socket.SHUT_RDWR)  # wakes a blocked recv at once
+                except OSError:
+                    pass
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
+            return not self._thread.is_alive()
+        return True
+
+    def _set_state(self, state: StreamState, detail: str) -> None:
+        changed = state != self._state
+        self._state, self._state_detail = state, detail
+        if changed and self._on_state is not None:
+            self._on_state(state, detail)
+
+    # -- the loop ----------------------------------------------------------------------------
+    def run(self) -> None:
+        where = f"{self.host}:{self.port}"
+        try:
+            while not self._stop.is_set():
+                self._set_state(StreamState.CONNECTING, where)
+                try:
+                    sock = connect(self.host, self.port, self._connect_timeout)
+                except OSError as exc:
+                    reason = exc.strerror or str(exc) or type(exc).__name__
+                    if reason != self._last_failure:  # once per state change, not per attempt
+                        self._log.warning("sensor stream %s not reachable (%s); retrying every %.1f..%.1f s",
+                                          where, reason, self._backoff.min_s, self._backoff.max_s)
+                        self._last_failure = reason
+                    self._set_state(StreamState.DISCONNECTED, reason)
+                    self._stop.wait(self._backoff.next_delay())
+                    continue
+                self._last_failure = ""
+                self._serve(sock, where)
+                if not self._stop.is_set():
+                    self._stop.wait(self._backoff.next_delay())
+        finally:
+            self._set_state(StreamState.STOPPED, "stopped")
+
+    def _serve(self, sock: socket.socket, where: str) -> None:
+        sock.settimeout(_POLL_S)
+        with self._sock_lock:
+            if self._stop.is_set():
+                sock.close()
+                return
+            self._sock = sock
+        self._connections += 1
+        if self._connections > 1:
+            self.stats.reconnect()
+        self._expected_sequence = None
+        self._log.info("sensor stream connected to %s", where)
+        self._set_state(StreamState.CONNECTED, where)
+        reader = FrameReader(sock, self._max, self._stop)
+        reason = "stopped"
+        try:
+            while not self._stop.is_set():
+                try:
+                    raw = reader.read_frame()
+                except FrameSkipped as exc:
+                    self.stats.bad_frame(exc.header.type)
+                    self._log.error("sensor stream %s: %s", where, exc)
+                    continue
+                self._backoff.reset()  # a whole frame arrived: the connection works
+                self._dispatch(raw, where)
+        except StreamDesync as exc:
+            self.stats.bad_frame()
+            reason = str(exc)
+            self._log.error("sensor stream %s: %s; closing the connection and connecting again",
+                            where, exc)
+        except (ConnectionError, OSError) as exc:
+            reason = str(exc) or type(exc).__name__
+        finally:
+            with self._sock_lock:
+                self._sock = None
+            try:
+                sock.close()
+            except OSError:
+                pass
+        if not self._stop.is_set():
+            self._log.warning("sensor stream %s disconnected: %s; connecting again", where, reason)
+            self._set_state(StreamState.DISCONNECTED, reason)
+
+    def _dispatch(self, raw: RawFrame, where: str) -> None:
+        header = raw.header
+        try:
+            data = protocol.decode_payload(header.type, raw.payload)
+        except ProtocolError as exc:
+            self.stats.bad_frame(header.type)
+            self._log.error("sensor stream %s: bad %s payload (sequence %d): %s", where,
+                            type_name(header.type), header.sequence, exc)
+            return
+        self._check_sequence(header)
+        self.stats.frame(header.type, HEADER_SIZE + header.payload_size, header.stamp,
+                         raw.received - header.publish_time, raw.received)
+        if header.type == FrameType.CLOCK:
+            self.stats.clock_offset(header.stamp - float(data))  # type: ignore[arg-type]
+        try:
+            self._on_frame(Frame(header, raw.payload, data, raw.received))
+        except Exception:  # noqa: BLE001 -- a consumer bug must not stop the stream
+            self._log.exception("sensor stream %s: handling %s frame %d failed", where,
+                                type_name(header.type), header.sequence)
+
+    def _check_sequence(self, header: FrameHeader) -> None:
+        # The game numbers every frame it queues and never skips a number, so a gap means frames
+        # were lost. The baseline restarts after each Hello (the Core server sends its Hello as 0).
+        if header.type == FrameType.HELLO:
+            self._expected_sequence = None
+            return
+        expected = self._expected_sequence
+        if expected is not None and header.sequence != expected:
+            self.stats.sequence_gap()
+        self._expected_sequence = (header.sequence + 1) % _SEQUENCE_MOD
+
+
+class HandoffQueue:
+    """Bounded FIFO between the reader thread and the publishing thread.
+
+    Heavy frames (LiDAR, camera) are refused when the queued payload bytes would exceed
+    `max_bytes`; light frames (Hello, clock, INS, barrier) are refused only above `max_light`
+    frames, a safety bound that a publishing thread that is alive never reaches.
+    """
+
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024, max_light: int = 100_000):
+        self.max_bytes = max_bytes
+        self.max_light = max_light
+        self._items: deque[Frame] = deque()
+        self._bytes = 0
+        self._light = 0
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def put(self, frame: Frame) -> bool:
+        """Queue `frame`; False when it was dropped."""
+        size = len(frame.payload)
+        heavy = frame.header.type in HEAVY_TYPES
+        with self._cond:
+            if self._closed:
+                return False
+            if heavy and self._bytes + size > self.max_bytes:
+                return False
+            if not heavy and self._light >= self.max_light:
+                return False
+            self._items.append(frame)
+            self._bytes += size
+            self._light += 0 if heavy else 1
+            self._cond.notify()
+            return True
+
+    def get(self, timeout_s: float | None = None) -> Frame | None:
+        """The oldest frame, or None after `timeout_s` or when closed and empty."""
+        with self._cond:
+            if not self._items and not self._closed:
+                self._cond.wait(timeout_s)
+            if not self._items:
+                return None
+            frame = self._items.popleft()
+            self._bytes -= len(frame.payload)
+            self._light -= 0 if frame.header.type in HEAVY_TYPES else 1
+            return frame
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def queued_bytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)

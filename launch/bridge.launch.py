@@ -1,0 +1,56 @@
+"""Start one sim_bridge per agent (namespace /<agent>), optionally fake_game and rviz2.
+
+    ros2 launch acres_sim bridge.launch.py
+    ros2 launch acres_sim bridge.launch.py agents:=polaris,maxxum ports:=5601,5602 fake_game:=true rviz:=true
+
+The comma lists are split at launch time (OpaqueFunction); the planning itself is
+acres_sim.launch_plan.plan_launch, plain Python that the tests run without launch installed.
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from acres_sim.launch_plan import config_file, plan_launch
+
+ARGUMENTS = (
+    ("agents", "polaris", "Agent names, comma separated: one sim_bridge per agent in namespace /<agent>."),
+    ("ports", "5601", "Sensor stream ports, comma separated, one per agent (same order)."),
+    ("host", "127.0.0.1", "Address of the sensor streams (loopback only)."),
+    ("fake_game", "false", "true: also start fake_game serving these agents on these ports."),
+    ("vehicles", "", "fake_game vehicles (polaris | maxxum), one per agent; default: the agent names."),
+    ("rviz", "false", "true: start rviz2 with config/acres_sim.rviz."),
+    ("use_sim_time", "true", "use_sim_time for rviz2 (the bridges themselves run on wall time)."),
+    ("params_file", config_file("bridge.yaml"), "sim_bridge parameters file."),
+    ("log_level", "info", "Log level of the started nodes: debug, info, warn, error, fatal."),
+)
+
+
+def _nodes(context):
+    value = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
+    plan = plan_launch(agents=value["agents"], ports=value["ports"], host=value["host"],
+                       fake_game=value["fake_game"], rviz=value["rviz"], use_sim_time=value["use_sim_time"],
+                       log_level=value["log_level"], vehicles=value["vehicles"])
+    log_args = ["--ros-args", "--log-level", plan.log_level]
+    actions = []
+    if plan.fake_game is not None:
+        actions.append(Node(package="acres_sim", executable="fake_game", name="fake_game", output="screen",
+                            parameters=[plan.fake_game.parameters()], arguments=log_args))
+    for bridge in plan.bridges:
+        actions.append(Node(package="acres_sim", executable="sim_bridge", name="sim_bridge",
+                            namespace=bridge.namespace, output="screen",
+                            parameters=[value["params_file"], bridge.parameters(plan.host)],
+                            arguments=log_args))
+    if plan.rviz:
+        actions.append(Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
+                            arguments=["-d", config_file("acres_sim.rviz"), *log_args],
+                            parameters=[{"use_sim_time": plan.use_sim_time}]))
+    return actions
+
+
+def generate_launch_description():
+    return LaunchDescription(
+        [DeclareLaunchArgument(name, default_value=default, description=text)
+         for name, default, text in ARGUMENTS]
+        + [OpaqueFunction(function=_nodes)])
