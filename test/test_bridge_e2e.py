@@ -165,6 +165,13 @@ def _check_vehicle_topics(s: Session, index: int, vehicle: str, prefix: str) -> 
     assert expected <= children
 
 
+def _enough_of_everything(graph: Graph, vehicle: str, clouds: int) -> bool:
+    """Clouds, and the 100 Hz INS topics of that stretch too (their subscriptions match on their own)."""
+    ns = f"/{vehicle}/"
+    return (len(graph.received[ns + "lidar/points"]) >= clouds
+            and all(len(graph.received[ns + t]) >= 60 for t in ("ins/fix", "ins/odom", "ground_truth/odom")))
+
+
 def _subscribe_vehicle(graph: Graph, vehicle: str) -> None:
     ns = f"/{vehicle}/"
     for topic, kind in (("lidar/points", PointCloud2), ("camera/image_raw", Image),
@@ -181,7 +188,7 @@ def test_polaris_every_topic_matches_the_stream():
         clocks = s.graph.subscribe(Clock, "/clock", CLOCK_QOS)
         s.graph.subscribe(DiagnosticArray, "/diagnostics")
         s.graph.wait_matched(["/polaris/lidar/points", "/polaris/camera/image_raw", "/clock"], 60)
-        s.graph.spin_until(lambda: len(s.graph.received["/polaris/lidar/points"]) >= 20, 30, "20 clouds")
+        s.graph.spin_until(lambda: _enough_of_everything(s.graph, "polaris", 20), 30, "20 clouds and INS")
         _check_vehicle_topics(s, 0, "polaris", "")
         # /clock: world time rising at 120 Hz of simulation time
         times = [m.clock.sec + m.clock.nanosec * 1e-9 for _, m in clocks]
@@ -212,7 +219,7 @@ def test_maxxum_has_no_camera_topics():
         _subscribe_vehicle(s.graph, "maxxum")
         s.graph.subscribe(TFMessage, "/tf_static", TF_STATIC_QOS)
         s.graph.wait_matched(["/maxxum/lidar/points", "/maxxum/ins/odom"], 60)
-        s.graph.spin_until(lambda: len(s.graph.received["/maxxum/lidar/points"]) >= 10, 30, "10 clouds")
+        s.graph.spin_until(lambda: _enough_of_everything(s.graph, "maxxum", 10), 30, "10 clouds and INS")
         _check_vehicle_topics(s, 0, "maxxum", "")
         assert s.graph.subscriptions["/maxxum/camera/image_raw"].get_publisher_count() == 0
     finally:
@@ -227,8 +234,8 @@ def test_two_agents_with_prefixes_and_one_clock():
         s.graph.subscribe(TFMessage, "/tf_static", TF_STATIC_QOS)
         clocks = s.graph.subscribe(Clock, "/clock", CLOCK_QOS)
         s.graph.wait_matched(["/polaris/lidar/points", "/maxxum/lidar/points", "/clock"], 60)
-        s.graph.spin_until(lambda: all(len(s.graph.received[f"/{v}/lidar/points"]) >= 10 for v in s.vehicles),
-                           30, "clouds of both agents")
+        s.graph.spin_until(lambda: all(_enough_of_everything(s.graph, v, 10) for v in s.vehicles),
+                           30, "clouds and INS messages of both agents")
         _check_vehicle_topics(s, 0, "polaris", "polaris/")
         _check_vehicle_topics(s, 1, "maxxum", "maxxum/")
         assert s.graph.subscriptions["/clock"].get_publisher_count() == 1
