@@ -117,7 +117,9 @@ class FrameReader:
             try:
                 n = self._sock.recv_into(view[got:], need - got)
             except TimeoutError:
-                if self._stop is not None and self._stop.is_set():
+                if self._stop is None:
+                    raise  # no stop event: the socket's timeout is the caller's to handle
+                if self._stop.is_set():
                     raise ConnectionAbortedError("stopping") from None
                 continue
             if n == 0:

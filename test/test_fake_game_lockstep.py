@@ -23,13 +23,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acres_sim.fake_game.session import PHYSICS_HZ, due_step, world_time
+from acres_sim.stream import FrameReader
 from acres_sim.protocol import (
-    HEADER_SIZE,
     FrameHeader,
     FrameType,
     decode_barrier,
     decode_lidar,
-    parse_header,
     parse_hello,
 )
 
@@ -101,21 +100,11 @@ class Control:
 class Client:
     def __init__(self, port: int):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)
-
-    def _exact(self, count: int) -> bytearray:
-        buf = bytearray(count)
-        view = memoryview(buf)
-        got = 0
-        while got < count:
-            n = self.sock.recv_into(view[got:])
-            if n == 0:
-                raise ConnectionError("stream closed")
-            got += n
-        return buf
+        self.reader = FrameReader(self.sock)
 
     def read(self) -> tuple[FrameHeader, bytearray]:
-        header = parse_header(self._exact(HEADER_SIZE))
-        return header, self._exact(header.payload_size)
+        frame = self.reader.read_frame()
+        return frame.header, frame.payload
 
     def until_barrier(self) -> list[tuple[FrameHeader, bytearray]]:
         """Every frame up to and including the next barrier."""

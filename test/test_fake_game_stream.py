@@ -20,13 +20,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from acres_sim.stream import FrameReader
 from acres_sim.protocol import (
-    HEADER_SIZE,
     FrameHeader,
     FrameType,
     decode_clock,
     decode_ins,
-    parse_header,
     parse_hello,
 )
 
@@ -174,21 +173,11 @@ class Client:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.settimeout(TIMEOUT_S)
         self.sock.connect(("127.0.0.1", port))
-
-    def _exact(self, count: int) -> bytearray:
-        buf = bytearray(count)
-        view = memoryview(buf)
-        got = 0
-        while got < count:
-            n = self.sock.recv_into(view[got:])
-            if n == 0:
-                raise ConnectionError("stream closed")
-            got += n
-        return buf
+        self.reader = FrameReader(self.sock)
 
     def read(self) -> tuple[FrameHeader, bytearray]:
-        header = parse_header(self._exact(HEADER_SIZE))
-        return header, self._exact(header.payload_size)
+        frame = self.reader.read_frame()
+        return frame.header, frame.payload
 
     def close(self) -> None:
         self.sock.close()
