@@ -1,8 +1,8 @@
 """The rclpy node `fake_game`: the ROS-free fake game session, configured by ROS parameters.
 
 It publishes nothing: its clients are sim_bridge nodes that read the TCP streams it serves. The
-ACRES_SENSOR_STREAM_* lines go to stdout (as with the CLI, for tools that wait for them) and
-through the node's logger. SIGINT and SIGTERM end it cleanly with exit code 0.
+ACRES_SENSOR_STREAM_* lines go through the node's logger (console and /rosout), once each; the
+CLI prints them plain on stdout. SIGINT and SIGTERM end it cleanly with exit code 0.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from rclpy.node import Node  # noqa: E402, RUF100
 from rclpy.signals import SignalHandlerOptions  # noqa: E402, RUF100
 
 from .cli import FakeGame, agent_specs  # noqa: E402, RUF100
-from .server import DEFAULT_MAX_QUEUED_BYTES, stdout_log  # noqa: E402, RUF100
+from .server import DEFAULT_MAX_QUEUED_BYTES  # noqa: E402, RUF100
 from .session import SessionConfig  # noqa: E402, RUF100
 
 
@@ -65,7 +65,8 @@ class FakeGameNode(Node):
         self.game = FakeGame.start(config, control_port if control_port else None, log=self._log_line)
 
     def _log_line(self, line: str) -> None:
-        stdout_log(line)
+        # Through the logger only (console and /rosout): printing too would show every line twice
+        # under ros2 launch. The CLI (python -m acres_sim.fake_game) prints them plain on stdout.
         if "FAILED" in line:
             self.get_logger().error(line)
         else:
