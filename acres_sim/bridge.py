@@ -62,7 +62,6 @@ class ParamSpec:
     description: str
 
 
-TF_SOURCES = ("ins", "ground_truth", "none")
 RELIABILITIES = ("reliable", "best_effort")
 VARIANCE_PARAMETERS = (
     "imu_orientation_variance", "imu_angular_velocity_variance", "imu_linear_acceleration_variance",
@@ -120,11 +119,7 @@ class BridgeConfigError(ValueError):
 class BridgeConfig:
     host: str = "127.0.0.1"
     port: int = 5601
-    frame_prefix: str = ""
-    world_frame: str = "map"
-    utm_frame: str = "utm"
     publish_clock: bool = True
-    tf_source: str = "ins"
     publish_ground_truth: bool = True
     qos_reliability: str = "reliable"
     qos_depth: int = 5
@@ -132,12 +127,8 @@ class BridgeConfig:
     reconnect_max_s: float = 5.0
     max_payload_bytes: int = 64 * 1024 * 1024
     stats_period_s: float = 10.0
-    imu_orientation_variance: float = 0.0
-    imu_angular_velocity_variance: float = 0.0
-    imu_linear_acceleration_variance: float = 0.0
-    odom_orientation_variance: float = 0.0
-    odom_linear_velocity_variance: float = 0.0
-    odom_angular_velocity_variance: float = 0.0
+    # Frame names, tf_source and covariances: the parameters that shape the messages.
+    convert: ConvertSettings = ConvertSettings()
 
 
 def _number(name: str, value: Any, integer: bool = False) -> float | int:
@@ -175,10 +166,6 @@ def config_from_values(values: dict[str, Any]) -> BridgeConfig:
     port = int(_number("port", v["port"], integer=True))
     if not 1 <= port <= 65535:
         raise BridgeConfigError(f"parameter port must be 1..65535, got {port}")
-    tf_source = _string("tf_source", v["tf_source"])
-    if tf_source not in TF_SOURCES:
-        raise BridgeConfigError(
-            f"parameter tf_source must be one of {', '.join(TF_SOURCES)}, got {tf_source!r}")
     reliability = _string("qos_reliability", v["qos_reliability"])
     if reliability not in RELIABILITIES:
         raise BridgeConfigError(
@@ -197,21 +184,18 @@ def config_from_values(values: dict[str, Any]) -> BridgeConfig:
     stats_period = float(_number("stats_period_s", v["stats_period_s"]))
     if stats_period < 0:
         raise BridgeConfigError(f"parameter stats_period_s must be >= 0, got {stats_period}")
-    variances = {}
-    for name in VARIANCE_PARAMETERS:
-        variances[name] = float(_number(name, v[name]))
-        if variances[name] < 0:
-            raise BridgeConfigError(f"parameter {name} must be >= 0 (0 = unknown), got {variances[name]}")
-    for name in ("world_frame", "utm_frame"):
-        if not _string(name, v[name]):
-            raise BridgeConfigError(f"parameter {name} must not be empty")
+    try:  # ConvertSettings checks its own fields (tf_source, frame names, variances)
+        convert = ConvertSettings(
+            **{name: _string(name, v[name]) for name in ("frame_prefix", "world_frame", "utm_frame",
+                                                         "tf_source")},
+            **{name: float(_number(name, v[name])) for name in VARIANCE_PARAMETERS})
+    except ValueError as exc:
+        raise BridgeConfigError(f"parameter {exc}") from None
     return BridgeConfig(
-        host=host, port=port, frame_prefix=_string("frame_prefix", v["frame_prefix"]),
-        world_frame=v["world_frame"], utm_frame=v["utm_frame"],
-        publish_clock=_boolean("publish_clock", v["publish_clock"]), tf_source=tf_source,
+        host=host, port=port, publish_clock=_boolean("publish_clock", v["publish_clock"]),
         publish_ground_truth=_boolean("publish_ground_truth", v["publish_ground_truth"]),
         qos_reliability=reliability, qos_depth=depth, reconnect_min_s=rmin, reconnect_max_s=rmax,
-        max_payload_bytes=max_payload, stats_period_s=stats_period, **variances)
+        max_payload_bytes=max_payload, stats_period_s=stats_period, convert=convert)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,7 +218,7 @@ def topic_plan(hello: Hello, config: BridgeConfig) -> dict[str, tuple[str, str]]
             plan["ins/odom_utm"] = ("Odometry", "sensor")
         if config.publish_ground_truth:
             plan["ground_truth/odom"] = ("Odometry", "sensor")
-        if config.tf_source != "none":
+        if config.convert.tf_source != "none":
             plan["/tf"] = ("TFMessage", "tf")
     return plan
 
@@ -304,9 +288,7 @@ class SimBridge(Node):
             self.declare_parameter(spec.name, spec.default, ParameterDescriptor(
                 description=spec.description, dynamic_typing=numeric))
         self.config = cfg = config_from_values({p.name: self.get_parameter(p.name).value for p in PARAMETERS})
-        self.settings = ConvertSettings(
-            frame_prefix=cfg.frame_prefix, world_frame=cfg.world_frame, utm_frame=cfg.utm_frame,
-            tf_source=cfg.tf_source, **{name: getattr(cfg, name) for name in VARIANCE_PARAMETERS})
+        self.settings = cfg.convert
         self._sensor_qos = QoSProfile(
             depth=cfg.qos_depth, history=HistoryPolicy.KEEP_LAST,
             reliability=ReliabilityPolicy.RELIABLE if cfg.qos_reliability == "reliable"
@@ -336,8 +318,8 @@ class SimBridge(Node):
         if cfg.stats_period_s > 0:
             self.create_timer(cfg.stats_period_s, self._log_summary)
         self.get_logger().info(
-            f"sim_bridge reading {cfg.host}:{cfg.port} (frame_prefix '{cfg.frame_prefix}', "
-            f"tf_source {cfg.tf_source}, clock {'on' if cfg.publish_clock else 'off'}, "
+            f"sim_bridge reading {cfg.host}:{cfg.port} (frame_prefix '{cfg.convert.frame_prefix}', "
+            f"tf_source {cfg.convert.tf_source}, clock {'on' if cfg.publish_clock else 'off'}, "
             f"qos {cfg.qos_reliability} depth {cfg.qos_depth})")
 
     # -- lifecycle ---------------------------------------------------------------------------
