@@ -1,7 +1,8 @@
 """Frames of the sensor stream -> ROS 2 messages, as pure functions of (Hello, settings, frame).
 
 No Node and no graph: sim_bridge calls a FrameConverter per frame and publishes what it returns, and
-the tests check every field without starting ROS. interface.md is the contract for every field.
+the tests check every field without starting ROS. The ROS interface of the README is the contract
+for every field.
 
 Hot path: clouds (0.9 MB) and images (1.4 MB) are copied once, as bytes, from the reader's buffer
 into an array.array('B') -- the type the generated message classes store natively. Assigning a numpy
@@ -88,7 +89,7 @@ def stamp_to_time(stamp_s: float) -> Time:
 
 @dataclass(frozen=True)
 class ConvertSettings:
-    """What the bridge parameters change in the messages (interface.md, sim_bridge parameters).
+    """What the bridge parameters change in the messages (README, parameters of sim_bridge).
 
     The world and utm frames are NOT prefixed (they are shared by all agents); the vehicle frames
     are. A variance of 0 means unknown (REP 145): the covariance is then all zero.

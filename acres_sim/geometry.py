@@ -3,7 +3,7 @@
 numpy only, no ROS: the bridge turns the MountTransform list into a TFMessage (convert.py), and the
 tests check the rotations against an independent computation.
 
-Conventions (seed page "Units and Frames", REP 103): body frames are FLU; a quaternion is (x, y, z, w)
+Conventions (protocol page "Units and Frames", REP 103): body frames are FLU; a quaternion is (x, y, z, w)
 and rotates a vector from the child frame into the parent frame. The Hello `rpy_deg` are roll, pitch
 and yaw about the FIXED parent axes, R = Rz(yaw) Ry(pitch) Rx(roll); with FLU axes a positive pitch
 turns the x axis towards -z, so the sensor looks down.
@@ -27,7 +27,7 @@ OPTICAL_ROTATION_XYZW: tuple[float, float, float, float] = (-0.5, 0.5, -0.5, 0.5
 _IDENTITY_XYZW: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)
 _ZERO3: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
-# Frame names of the static tree (interface.md, Frames), without the frame prefix.
+# Frame names of the static tree (README, static frames), without the frame prefix.
 BASE_FOOTPRINT = "base_footprint"
 BASE_LINK = "base_link"
 CAMERA = "camera"
@@ -100,7 +100,7 @@ def _quat(rpy_deg: Sequence[float]) -> tuple[float, float, float, float]:
 
 
 def mount_transforms(hello: Hello) -> list[MountTransform]:
-    """The static frame tree of interface.md for the sensors this Hello enables.
+    """The static frame tree of the README for the sensors this Hello enables.
 
     base_footprint -> base_link always; the LiDAR frame when the LiDAR is enabled; camera and
     camera_optical when the camera is enabled; ins, imu and gnss when the INS is enabled.

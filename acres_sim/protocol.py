@@ -94,7 +94,7 @@ INS_PAYLOAD_SIZE = 8 * INS_FIELDS
 _INS_DTYPE = np.dtype("<f8")
 _POINT_DTYPE = np.dtype("<f4")
 
-# INS values that are NaN when the map has no geographic reference (seed page, INS frame).
+# INS values that are NaN when the map has no geographic reference (protocol page, INS frame).
 INS_GEO_FIELDS = (
     tuple(range(Ins.UtmE, Ins.UtmQw + 1))
     + tuple(range(Ins.Lat, Ins.CovU + 1))
@@ -137,7 +137,7 @@ def pack_header(frame_type: int, sequence: int, payload_size: int, stamp: float,
 
 
 def parse_header(data: bytes | bytearray | memoryview) -> FrameHeader:
-    """Parse the first 32 bytes of a frame. Bad magic is fatal for the connection (seed page)."""
+    """Parse the first 32 bytes of a frame. Bad magic is fatal for the connection (protocol page)."""
     if len(data) < HEADER_SIZE:
         raise ProtocolError(f"header needs {HEADER_SIZE} bytes, got {len(data)}")
     magic, kind, flags, sequence, size, stamp, publish = HEADER.unpack_from(data)

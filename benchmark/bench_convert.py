@@ -24,7 +24,7 @@ import numpy as np
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import Image, PointCloud2
 
-# The Polaris Hello of the seed protocol page.
+# The Polaris Hello of the protocol page.
 POLARIS_HELLO_JSON = b"""{"schema": "acres-sensor-stream-1", "agent": "polaris", "vehicle": "polaris",
  "georeferenced": true, "body_origin_flu_m": [1.14808, 0, 0.65536],
  "lidar": {"enabled": true, "frame_id": "lidar", "hz": 10, "columns": 1800, "rings": 32, "range_m": 161.3,

@@ -1,4 +1,4 @@
-"""Helpers shared by the sim_bridge tests: free ports, seed Hellos, a scripted TSS1 server, a recording
+"""Helpers shared by the sim_bridge tests: free ports, example Hellos, a scripted TSS1 server, a recording
 TCP proxy, and starting sim_bridge / fake_game as subprocesses on an isolated ROS graph."""
 
 from __future__ import annotations
@@ -17,31 +17,18 @@ from pathlib import Path
 
 import numpy as np
 
+from page_examples import POLARIS_HELLO_JSON
+
 from acres_sim import protocol
 from acres_sim.convert import stamp_to_sec_nanosec
 from acres_sim.protocol import FrameHeader, FrameType
 
 REPO = Path(__file__).resolve().parent.parent
 
-# The Hello of the Polaris exactly as the seed page shows it.
-POLARIS_HELLO_JSON = {
-    "schema": "acres-sensor-stream-1", "agent": "polaris", "vehicle": "polaris", "georeferenced": True,
-    "body_origin_flu_m": [1.14808, 0, 0.65536],
-    "lidar": {"enabled": True, "frame_id": "lidar", "hz": 10, "columns": 1800, "rings": 32,
-              "range_m": 161.3, "azimuth_order": "cw", "position_flu_m": [2.5, 0, 2.039],
-              "rpy_deg": [-1.518, 5.317, 0]},
-    "camera": {"enabled": True, "hz": 10, "width": 896, "height": 512, "fx": 599.526, "fy": 592.378,
-               "cx": 440.130, "cy": 270.805, "distortion_model": "plumb_bob",
-               "d": [-0.55389, 0.40842, -0.0099785, 0.0044239, -0.16673], "encoding": "bgr8",
-               "position_flu_m": [2.745, 0.606, 1.887], "rpy_deg": [-3.49, 16.52, -2.63]},
-    "ins": {"enabled": True, "hz": 100, "position_flu_m": [0, 0, 0], "utm_zone": 16, "datum": "nad83_2011",
-            "imu_position_flu_m": [0.95, -0.45, 0.7], "gnss_antenna_flu_m": [1.1, 0, 2.15]},
-}
-
 
 def small_hello_json(agent: str = "tiny", camera: bool = True) -> dict:
     """A Polaris-like Hello with a small cloud and image, for fast scripted streams."""
-    doc = json.loads(json.dumps(POLARIS_HELLO_JSON))
+    doc = json.loads(POLARIS_HELLO_JSON)
     doc["agent"] = agent
     doc["lidar"].update(columns=16, rings=4)
     doc["camera"].update(width=8, height=6, enabled=camera)

@@ -23,7 +23,7 @@ from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import CameraInfo, Image, NavSatFix, NavSatStatus, PointCloud2, PointField
 from tf2_msgs.msg import TFMessage
 
-from seed_examples import POLARIS_HELLO_JSON
+from page_examples import POLARIS_HELLO_JSON
 from acres_sim.convert import (
     ConvertSettings,
     FrameConverter,
@@ -137,7 +137,7 @@ def test_stamp_to_time_examples(stamp, expected):
 
 
 def test_stamp_to_time_matches_the_floor_round_formula_on_stream_stamps():
-    # Physics steps are k/120 s, INS epochs land on them; the simple float formula of the brief must
+    # Physics steps are k/120 s, INS epochs land on them; the simple float formula must
     # agree with the exact one there (an independent implementation will use it).
     for k in range(0, 120 * 3600 * 2, 13):
         stamp = k / 120

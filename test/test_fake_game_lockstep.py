@@ -1,6 +1,6 @@
 """Lockstep and the control channel of the fake game, over real sockets.
 
-The seed page's table (three requests of 12 steps with the Polaris) must come out exactly.
+The protocol page's table (three requests of 12 steps with the Polaris) must come out exactly.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def lockstep_game():
 
 
 def test_seed_lockstep_table(lockstep_game):
-    """Three requests of 12 steps with the Polaris: the seed page's table, exactly."""
+    """Three requests of 12 steps with the Polaris: the protocol page's table, exactly."""
     game, stream_port, control_port = lockstep_game("--port", "0", "--vehicle", "polaris")
     client = Client(stream_port)
     hello, payload = client.read()
@@ -287,7 +287,7 @@ def test_control_channel_errors_keep_the_connection(lockstep_game):
 
 @given(hz=st.one_of(st.integers(1, 120).map(float), st.floats(1.0, 120.0)), epoch=st.integers(1, 10**6))
 def test_epoch_is_the_first_step_at_or_after_its_due_time(hz, epoch):
-    """The rule of the seed page, checked against exact rational arithmetic."""
+    """The rule of the protocol page, checked against exact rational arithmetic."""
     step = due_step(epoch, hz)
     due = Fraction(epoch) / Fraction(hz)
     assert Fraction(step, PHYSICS_HZ) >= due > Fraction(step - 1, PHYSICS_HZ)

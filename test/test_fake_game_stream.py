@@ -32,8 +32,8 @@ from acres_sim.protocol import (
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 30.0
 
-# The "Python Reader" example of the seed page (Sensor Stream), verbatim; only the port changes.
-SEED_READER = textwrap.dedent('''\
+# The "Python Reader" example of the protocol page (Sensor Stream), verbatim; only the port changes.
+PAGE_READER = textwrap.dedent('''\
     import json
     import socket
     import struct
@@ -184,12 +184,12 @@ class Client:
 
 
 def test_seed_python_reader(start_game, tmp_path):
-    """The seed page's reader, unchanged but for the port, reads both vehicles."""
+    """The protocol page's reader, unchanged but for the port, reads both vehicles."""
     game = start_game("--ports", "0,0", "--vehicles", "polaris,maxxum")
     script = tmp_path / "reader.py"
     for vehicle, columns, rings in (("polaris", 1800, 32), ("maxxum", 180, 8)):
         port = game.stream_port(vehicle)
-        script.write_text(SEED_READER.replace("5601", str(port)))
+        script.write_text(PAGE_READER.replace("5601", str(port)))
         out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                              timeout=TIMEOUT_S, check=True).stdout.splitlines()
         assert out[0] == f"hello {vehicle} {columns} x {rings}"
@@ -365,7 +365,7 @@ def test_port_in_use_listen_failed_other_agent_goes_on(start_game):
 
 
 def test_ins_payload_is_forty_doubles_with_truth(start_game):
-    """INS frames are the seed's 40 float64 values; the Clock payload is the vehicle time."""
+    """INS frames are the protocol page's 40 float64 values; the Clock payload is the vehicle time."""
     game = start_game("--port", "0", "--vehicle", "maxxum", "--no-georeference")
     client = Client(game.stream_port("maxxum"))
     hello = parse_hello(client.read()[1])

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyproj import Transformer
 
-from seed_examples import POLARIS_HELLO_JSON
+from page_examples import POLARIS_HELLO_JSON
 from acres_sim import protocol
 from acres_sim.fake_game import world
 from acres_sim.fake_game.georef import Georeference
@@ -23,7 +23,7 @@ from acres_sim.fake_game.simulation import AgentSimulator
 from acres_sim.fake_game.vehicles import VEHICLES, lidar_elevations_deg, vehicle_hello
 from acres_sim.protocol import INS_GEO_FIELDS, Ins
 
-SEED_POLARIS_HELLO = json.loads(POLARIS_HELLO_JSON)
+PAGE_POLARIS_HELLO = json.loads(POLARIS_HELLO_JSON)
 
 # ---------------------------------------------------------------------------------------------
 # Independent geometry
@@ -86,7 +86,7 @@ def on_ground_only(scene: world.Scene, xy: np.ndarray, margin: float = 0.3) -> n
 
 def test_polaris_hello_is_the_seed_example():
     doc = vehicle_hello("polaris").to_json_dict()
-    for key, value in SEED_POLARIS_HELLO.items():
+    for key, value in PAGE_POLARIS_HELLO.items():
         if isinstance(value, dict):
             for sub, expected in value.items():
                 assert doc[key][sub] == expected, f"{key}.{sub}"
@@ -373,7 +373,7 @@ def test_world_geodetic_round_trip(x, y, z):
 
 
 def test_seed_example_fix_is_consistent_with_our_utm():
-    # the seed page's INS example: lat lon 40.4703010 -86.9948318 -> utm 500438.112 4479958.172
+    # the protocol page's INS example: lat lon 40.4703010 -86.9948318 -> utm 500438.112 4479958.172
     e, n = Georeference().geodetic_to_utm(40.4703010, -86.9948318)
     assert e == pytest.approx(500438.112, abs=0.01) and n == pytest.approx(4479958.172, abs=0.01)
 

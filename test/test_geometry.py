@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from seed_examples import POLARIS_HELLO_JSON
+from page_examples import POLARIS_HELLO_JSON
 from acres_sim.geometry import (
     OPTICAL_ROTATION_XYZW,
     MountTransform,
@@ -72,7 +72,7 @@ def _independent_quaternion(rpy_deg: tuple[float, float, float]) -> np.ndarray:
 
 
 def test_polaris_camera_mount_matches_composed_axis_angles_and_matrices():
-    rpy = (-3.49, 16.52, -2.63)  # the seed's camera mount: all three angles non-zero
+    rpy = (-3.49, 16.52, -2.63)  # the protocol page's camera mount: all three angles non-zero
     q = rpy_deg_to_quaternion(rpy)
     np.testing.assert_allclose(q, _independent_quaternion(rpy), atol=1e-15)
     roll, pitch, yaw = (math.radians(a) for a in rpy)

@@ -1,4 +1,4 @@
-"""The TSS1 codec against the seed page's examples, round trips and arbitrary bytes."""
+"""The TSS1 codec against the protocol page's examples, round trips and arbitrary bytes."""
 
 import json
 import math
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acres_sim import protocol as p
-from seed_examples import POLARIS_HELLO_JSON
+from page_examples import POLARIS_HELLO_JSON
 
 POLARIS_HELLO = POLARIS_HELLO_JSON
 
@@ -64,11 +64,11 @@ def test_unknown_type_is_reported_by_name():
 def test_frame_types_and_ins_indices_follow_the_seed():
     assert [t.value for t in p.FrameType] == [1, 2, 3, 4, 5, 6]
     assert [t.name for t in p.FrameType] == ["HELLO", "CLOCK", "INS", "LIDAR", "CAMERA", "BARRIER"]
-    seed_order = ("UtmE UtmN UtmH UtmQx UtmQy UtmQz UtmQw VelX VelY VelZ GyroX GyroY GyroZ AccelX "
+    page_order = ("UtmE UtmN UtmH UtmQx UtmQy UtmQz UtmQw VelX VelY VelZ GyroX GyroY GyroZ AccelX "
                   "AccelY AccelZ Lat Lon Height CovE CovN CovU EnuQx EnuQy EnuQz EnuQw EnuX EnuY EnuZ "
                   "FixStatus GridRotationDeg UtmZone TruthEnuX TruthEnuY TruthEnuZ TruthQx TruthQy "
                   "TruthQz TruthQw TruthSpeed").split()
-    assert [f.name for f in p.Ins] == seed_order
+    assert [f.name for f in p.Ins] == page_order
     assert [f.value for f in p.Ins] == list(range(40))
     assert p.INS_FIELDS == 40
     # Without a geographic reference the values 0 to 6, 16 to 21, 30 and 31 are NaN.
@@ -159,7 +159,7 @@ def test_polaris_lidar_payload_size_and_layout():
     payload = p.encode_lidar(points)
     assert len(payload) == 921616
     assert struct.unpack_from("<4I", payload) == (1800, 32, 16, 0)
-    # The seed's indexing: cell (c, r) is float32 number 4 * (c * rings + r) after the sub-header.
+    # The protocol page's indexing: cell (c, r) is float32 number 4 * (c * rings + r) after the sub-header.
     c, r = 0, 9
     assert struct.unpack_from("<4f", payload, 16 + 16 * (c * 32 + r)) == tuple(np.float32(points[0, 9]))
     frame = p.decode_lidar(payload)

@@ -1,4 +1,4 @@
-"""The fake game's control channel: one JSON object per line on 127.0.0.1 (see interface.md).
+"""The fake game's control channel: one JSON object per line on 127.0.0.1 (see the README).
 
     {"op": "step", "steps": N}  -> {"ok": true, "step": S, "time_s": T}   (after the barriers)
     {"op": "pause"} / {"op": "play"} / {"op": "status"}  -> {"ok": true, ...}

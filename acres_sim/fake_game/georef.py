@@ -2,7 +2,7 @@
 
 The model
 ---------
-The seed pages define the world frame as "ENU on the map grid of the tile" and the game's ACRE
+The protocol pages define the world frame as "ENU on the map grid of the tile" and the game's ACRE
 tile is surveyed in the Indiana West state-plane grid (EPSG:2968, a transverse Mercator on GRS80).
 The fake world follows that literally:
 

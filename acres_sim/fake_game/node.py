@@ -27,7 +27,7 @@ from .session import SessionConfig  # noqa: E402, RUF100
 
 
 class FakeGameNode(Node):
-    """Declares the parameters of interface.md and runs one fake game session."""
+    """Declares the parameters of the README and runs one fake game session."""
 
     def __init__(self) -> None:
         super().__init__("fake_game")

@@ -42,7 +42,7 @@ from .world import (
     rpy_matrix,
 )
 
-GRAVITY_MPS2 = 9.81  # the seed page's value at rest
+GRAVITY_MPS2 = 9.81  # the protocol page's value at rest
 
 # ---------------------------------------------------------------------------------------------
 # Shared helpers

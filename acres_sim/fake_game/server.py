@@ -5,8 +5,8 @@ listen queue until the current one is gone), sends the Hello first on every conn
 queues frames only while a client is connected. Its own sender thread writes the queue to the
 socket, so the simulation thread that calls publish() never blocks on a slow client: above
 max_queued_bytes LiDAR and camera frames are dropped, above twice that every frame is dropped,
-each drop counted per type (the seed page's "Flow Control and Drops" table). The log lines are
-the seed's ACRES_SENSOR_STREAM_* lines, one line each.
+each drop counted per type (the protocol page's "Flow Control and Drops" table). The log lines are
+the protocol page's ACRES_SENSOR_STREAM_* lines, one line each.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ LogFn = Callable[[str], None]
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_MAX_QUEUED_BYTES = 96 << 20  # the game's MaxQueuedBytes
-SEND_BUFFER_REQUEST = 16 << 20  # the seed asks the kernel for 16 MiB; we report what it granted
+SEND_BUFFER_REQUEST = 16 << 20  # the game asks the kernel for 16 MiB; we report what it granted
 LISTEN_BACKLOG = 4  # later clients wait here until the current one disconnects
 _POLL_S = 0.1  # how often an idle or blocked sender looks at stop, stats and the peer
 _MIB = float(1 << 20)
@@ -177,7 +177,7 @@ class StreamServer:
         return total > self._max_queued and frame_type in _HEAVY_TYPES
 
     def _enqueue(self, frame_type: FrameType, stamp: float, payload: bytes, sequence: int) -> None:
-        # Caller holds the lock. The publish time is taken when the frame is queued (seed page).
+        # Caller holds the lock. The publish time is taken when the frame is queued (protocol page).
         head = pack_header(frame_type, sequence, len(payload), stamp, time.monotonic())
         size = len(head) + len(payload)
         if len(payload) <= _SMALL_PAYLOAD:

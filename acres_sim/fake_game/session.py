@@ -15,7 +15,7 @@ done, i.e. after the clock and INS frames of their step (and usually of some lat
 Lockstep. The world starts held; only the Hello goes out until a step request. step(N) runs N
 steps, waits until every render those steps started was queued, queues one Barrier on each
 connected stream (payload: the world step reached; stamp: the world time of that step) and
-returns. With the seed's three requests of 12 steps and the Polaris this gives clock 12, ins 10,
+returns. With the protocol page's three requests of 12 steps and the Polaris this gives clock 12, ins 10,
 lidar 1, camera 1 and a barrier at sequences 25, 50 and 75 (Hello is sequence 0).
 
 Vehicle time. Each agent's Clock payload is its own physics time: the world time plus a constant
@@ -193,7 +193,7 @@ class Session:
             hello = vehicle_hello(spec.vehicle, agent=spec.agent, georeferenced=cfg.georeferenced,
                                   flavor=cfg.flavor)
             # The simulator exists before the port opens: a client is accepted only once the
-            # agent's sensors are set up (the seed's "the game accepts a client only when the
+            # agent's sensors are set up (the protocol page's "the game accepts a client only when the
             # sensor recorder knows its layout"). Agents differ by name inside the simulator's
             # seeding, so every agent gets the user's seed; they start at different places.
             simulator = AgentSimulator(hello, seed=cfg.seed, noise=cfg.noise,

@@ -1,7 +1,7 @@
 """The sensor layouts of the two ACRES vehicles, as the Hello frame describes them.
 
-The Polaris (Purdue Ranger) is the seed page's Hello example value for value. The Maxxum tractor
-uses the recorder's defaults of the seed page (LiDAR 180 x 8, -20..10 deg, 60 m, counter-clockwise
+The Polaris (Purdue Ranger) is the protocol page's Hello example value for value. The Maxxum tractor
+uses the recorder's defaults of the protocol page (LiDAR 180 x 8, -20..10 deg, 60 m, counter-clockwise
 columns), no camera, and the INS the stream adds to a vehicle without one (100 Hz, base_footprint).
 The LiDAR ring tables are not part of the Hello; lidar_elevations_deg gives the ones the fake world
 fires.

@@ -1,4 +1,4 @@
-"""Examples copied from the seed protocol page, shared by the test suites."""
+"""Examples copied from the protocol page, shared by the test suites."""
 
 # The Hello frame of the Polaris, as the protocol page prints it.
 POLARIS_HELLO_JSON = b"""{
