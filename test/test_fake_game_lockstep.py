@@ -6,24 +6,20 @@ The protocol page's table (three requests of 12 steps with the Polaris) must com
 from __future__ import annotations
 
 import json
-import re
-import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
 from collections import Counter
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _fake_game_support import TIMEOUT_S, FakeGame
+from _fake_game_support import Client as StreamClient
+
 from acres_sim.fake_game.session import PHYSICS_HZ, due_step, world_time
-from acres_sim.stream import FrameReader
 from acres_sim.protocol import (
     FrameHeader,
     FrameType,
@@ -31,50 +27,6 @@ from acres_sim.protocol import (
     decode_lidar,
     parse_hello,
 )
-
-REPO = Path(__file__).resolve().parents[1]
-TIMEOUT_S = 60.0
-
-
-class FakeGame:
-    """`python -m acres_sim.fake_game` in a subprocess, with its stdout lines collected."""
-
-    def __init__(self, *args: str):
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "acres_sim.fake_game", *args], cwd=REPO,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
-        self.lines: list[str] = []
-        self._cond = threading.Condition()
-        threading.Thread(target=self._collect, daemon=True).start()
-
-    def _collect(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            with self._cond:
-                self.lines.append(line.rstrip("\n"))
-                self._cond.notify_all()
-
-    def wait_line(self, pattern: str) -> re.Match:
-        regex = re.compile(pattern)
-        deadline = time.monotonic() + TIMEOUT_S
-        with self._cond:
-            while True:
-                for line in self.lines:
-                    match = regex.search(line)
-                    if match:
-                        return match
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise AssertionError(f"no line matching {pattern!r}; got {self.lines}")
-                self._cond.wait(0.2)
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise
 
 
 class Control:
@@ -97,15 +49,7 @@ class Control:
         self.sock.close()
 
 
-class Client:
-    def __init__(self, port: int):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S)
-        self.reader = FrameReader(self.sock)
-
-    def read(self) -> tuple[FrameHeader, bytearray]:
-        frame = self.reader.read_frame()
-        return frame.header, frame.payload
-
+class Client(StreamClient):
     def until_barrier(self) -> list[tuple[FrameHeader, bytearray]]:
         """Every frame up to and including the next barrier."""
         frames = []
@@ -124,9 +68,6 @@ class Client:
         finally:
             self.sock.settimeout(TIMEOUT_S)
         return False
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture
@@ -179,7 +120,7 @@ def test_seed_lockstep_table(lockstep_game):
     assert status["ok"] and status["step"] == 36 and status["paused"] is True
     control.close()
     client.close()
-    assert game.stop() == 0
+    assert game.stop()[0] == 0
 
 
 def test_polaris_rates_over_ten_seconds(lockstep_game):
@@ -204,7 +145,7 @@ def test_polaris_rates_over_ten_seconds(lockstep_game):
     assert stamps[FrameType.BARRIER] == [float(n) for n in range(1, 11)]
     control.close()
     client.close()
-    assert game.stop() == 0
+    assert game.stop()[0] == 0
 
 
 def _ins_payloads(seed: int) -> dict[float, bytes]:
@@ -219,7 +160,7 @@ def _ins_payloads(seed: int) -> dict[float, bytes]:
         out = {h.stamp: bytes(p) for h, p in client.until_barrier() if h.frame_type == FrameType.INS}
         control.close()
         client.close()
-        assert game.stop() == 0
+        assert game.stop()[0] == 0
         return out
     finally:
         if game.proc.poll() is None:
@@ -257,7 +198,7 @@ def test_core_flavor(lockstep_game):
     assert clock.sequence == 25  # the data frames' counter goes on
     control.close()
     client.close()
-    assert game.stop() == 0
+    assert game.stop()[0] == 0
 
 
 def test_control_channel_errors_keep_the_connection(lockstep_game):
@@ -282,7 +223,7 @@ def test_control_channel_errors_keep_the_connection(lockstep_game):
     assert step["ok"]
     assert control.request(op="status")["step"] == step["step"]
     control.close()
-    assert game.stop() == 0
+    assert game.stop()[0] == 0
 
 
 @given(hz=st.one_of(st.integers(1, 120).map(float), st.floats(1.0, 120.0)), epoch=st.integers(1, 10**6))

@@ -5,36 +5,24 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
+from _fake_game_support import REPO, Client
 
-from acres_sim.protocol import HEADER_SIZE, FrameType, parse_header, parse_hello
+from acres_sim.protocol import FrameType, parse_hello
 
 rclpy = pytest.importorskip("rclpy", reason="the node test needs rclpy")
 
-REPO = Path(__file__).resolve().parents[1]
 DOMAIN_ID = "113"  # this module's own ROS domain (fake_game tests use 100-119)
 TIMEOUT_S = 30.0
 
 
 def _ros_env() -> dict[str, str]:
     return {**os.environ, "ROS_DOMAIN_ID": DOMAIN_ID, "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
-
-
-def _read_exact(sock: socket.socket, count: int) -> bytes:
-    data = bytearray()
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("stream closed")
-        data += chunk
-    return bytes(data)
 
 
 @pytest.fixture
@@ -84,20 +72,19 @@ def test_node_serves_stream_and_exits_cleanly(ros_context, sig):
             probe.destroy_node()
 
         # It serves the stream of its parameters.
-        with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT_S) as sock:
-            header = parse_header(_read_exact(sock, HEADER_SIZE))
-            hello = parse_hello(_read_exact(sock, header.payload_size))
+        client = Client(port)
+        try:
+            header, payload = client.read()
+            hello = parse_hello(payload)
             assert header.frame_type == FrameType.HELLO
             assert (hello.agent, hello.vehicle) == ("tractor", "maxxum")
-            kinds = set()
-            for _ in range(20):
-                header = parse_header(_read_exact(sock, HEADER_SIZE))
-                _read_exact(sock, header.payload_size)
-                kinds.add(header.frame_type)
+            kinds = {client.read()[0].frame_type for _ in range(20)}
             assert {FrameType.CLOCK, FrameType.INS} <= kinds
             while not any("ACRES_SENSOR_STREAM_STATS agent=tractor" in line for line in lines):
                 assert time.monotonic() < deadline, lines
                 time.sleep(0.05)
+        finally:
+            client.close()
         proc.send_signal(sig)
         code = proc.wait(timeout=TIMEOUT_S)
         out = proc.stdout.read()
