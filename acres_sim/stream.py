@@ -91,14 +91,6 @@ class Frame:
         return self.header.type
 
 
-def _known_type(kind: int) -> bool:
-    try:
-        FrameType(kind)
-    except ValueError:
-        return False
-    return True
-
-
 class FrameReader:
     """Reads frames from one connected socket. Not thread-safe; one reader per connection."""
 
@@ -143,10 +135,11 @@ class FrameReader:
             raise StreamDesync(f"{type_name(header.type)} frame (type {header.type}, sequence "
                                f"{header.sequence}) announces {size} payload bytes, above "
                                f"max_payload_bytes {self._max}")
-        if not _known_type(header.type):
+        try:
+            header.frame_type
+        except ProtocolError as exc:
             self._skip(size)
-            raise FrameSkipped(f"unknown frame type {header.type} (sequence {header.sequence}, "
-                               f"{size} payload bytes skipped)", header)
+            raise FrameSkipped(f"{exc}, {size} payload bytes skipped", header) from None
         payload = bytearray(size)
         if size:
             self._fill(memoryview(payload), f"{type_name(header.type)} payload")

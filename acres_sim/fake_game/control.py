@@ -15,11 +15,11 @@ import socket
 import threading
 from typing import Any
 
-from .server import LOOPBACK, LogFn, stdout_log
+from .listener import accept_loop, listen_loopback
+from .server import LogFn, stdout_log
 from .session import Session
 
 MAX_LINE_BYTES = 64 * 1024
-_POLL_S = 0.2
 
 
 class ControlServer:
@@ -34,16 +34,10 @@ class ControlServer:
         self._lock = threading.Lock()
 
     def start(self) -> bool:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listener.bind((LOOPBACK, self.port))
-            listener.listen(8)
-        except OSError:
-            listener.close()
+        listener = listen_loopback(self.port, backlog=8)
+        if listener is None:
             self._log(f"ACRES_SIM_CONTROL_LISTEN_FAILED port={self.port}")
             return False
-        listener.settimeout(_POLL_S)
         self.port = listener.getsockname()[1]
         self._listener = listener
         thread = threading.Thread(target=self._accept_loop, name="control", daemon=True)
@@ -68,22 +62,14 @@ class ControlServer:
 
     def _accept_loop(self) -> None:
         assert self._listener is not None
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                if self._stop.is_set():
-                    return
-                continue
-            conn.settimeout(None)
-            with self._lock:
-                self._conns.add(conn)
-            thread = threading.Thread(target=self._serve, args=(conn,), name="control-client",
-                                      daemon=True)
-            thread.start()
-            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        accept_loop(self._listener, self._stop, self._start_client)
+
+    def _start_client(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._conns.add(conn)
+        thread = threading.Thread(target=self._serve, args=(conn,), name="control-client", daemon=True)
+        thread.start()
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
 
     def _serve(self, conn: socket.socket) -> None:
         buffer = bytearray()

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 from acres_sim.protocol import FrameType, Hello, encode_hello, pack_header
 
+from .listener import accept_loop, listen_loopback
+
 LogFn = Callable[[str], None]
 
-LOOPBACK = "127.0.0.1"
 DEFAULT_MAX_QUEUED_BYTES = 96 << 20  # the game's MaxQueuedBytes
 SEND_BUFFER_REQUEST = 16 << 20  # the game asks the kernel for 16 MiB; we report what it granted
 LISTEN_BACKLOG = 4  # later clients wait here until the current one disconnects
@@ -106,16 +107,10 @@ class StreamServer:
 
     def start(self) -> bool:
         """Listen and start the sender thread; False (and LISTEN_FAILED) when the port is taken."""
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listener.bind((LOOPBACK, self.port))
-            listener.listen(LISTEN_BACKLOG)
-        except OSError:
-            listener.close()
+        listener = listen_loopback(self.port, LISTEN_BACKLOG)
+        if listener is None:
             self._log(f"ACRES_SENSOR_STREAM_LISTEN_FAILED agent={self.agent} port={self.port}")
             return False
-        listener.settimeout(_POLL_S)
         self.port = listener.getsockname()[1]  # port 0 asks the kernel for a free one
         self._listener = listener
         self.listening = True
@@ -207,20 +202,13 @@ class StreamServer:
 
     def _run(self) -> None:
         assert self._listener is not None
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                if self._stop.is_set():
-                    break
-                time.sleep(_POLL_S)  # e.g. out of file descriptors: try again later
-                continue
-            try:
-                self._serve(conn)
-            finally:
-                conn.close()
+        accept_loop(self._listener, self._stop, self._serve_and_close)
+
+    def _serve_and_close(self, conn: socket.socket) -> None:
+        try:
+            self._serve(conn)
+        finally:
+            conn.close()
 
     def _serve(self, conn: socket.socket) -> None:
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
