@@ -23,6 +23,7 @@ test: build
 	      --event-handlers console_direct+ --pytest-args -ra ; \
 	  status=$$?; \
 	  colcon test-result --test-result-base build/acres_sim --verbose || status=1; \
+	  python3 tools/check_test_count.py build/acres_sim/pytest.xml || status=1; \
 	  exit $$status
 
 lint: bootstrap

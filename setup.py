@@ -20,7 +20,8 @@ setup(
     maintainer_email="acres-sim@users.noreply.github.com",
     description="ROS 2 bridge and fake game for the ACRES simulator's TSS1 sensor stream.",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    # colcon picks pytest for `colcon test` from the "test" extra (setuptools >= 72 has no tests_require).
+    extras_require={"test": ["pytest"]},
     entry_points={
         "console_scripts": [
             "sim_bridge = acres_sim.bridge:main",
