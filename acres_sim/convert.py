@@ -228,6 +228,10 @@ class FrameConverter:
         if not self.hello.lidar.enabled:
             raise ProtocolError(
                 f"LiDAR frame (sequence {header.sequence}) but the Hello disables the LiDAR")
+        lidar = self.hello.lidar
+        if (frame.columns, frame.rings) != (lidar.columns, lidar.rings):
+            raise ProtocolError(f"LiDAR frame (sequence {header.sequence}) of {frame.columns} x "
+                                f"{frame.rings} points, but the Hello says {lidar.columns} x {lidar.rings}")
         sec, nanosec = stamp_to_sec_nanosec(header.stamp)
         msg = PointCloud2(**_STORE_AS_IS)
         msg.header = _header(sec, nanosec, self.lidar_frame)
@@ -267,6 +271,10 @@ class FrameConverter:
         if not self.hello.camera.enabled:
             raise ProtocolError(
                 f"camera frame (sequence {header.sequence}) but the Hello disables the camera")
+        cam = self.hello.camera
+        if (frame.width, frame.height) != (cam.width, cam.height):
+            raise ProtocolError(f"camera frame (sequence {header.sequence}) of {frame.width} x "
+                                f"{frame.height} pixels, but the Hello says {cam.width} x {cam.height}")
         sec, nanosec = stamp_to_sec_nanosec(header.stamp)
         msg = Image(**_STORE_AS_IS)
         msg.header = _header(sec, nanosec, self.optical_frame)

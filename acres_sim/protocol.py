@@ -146,6 +146,14 @@ def parse_header(data: bytes | bytearray | memoryview) -> FrameHeader:
     return FrameHeader(kind, sequence, size, stamp, publish, flags)
 
 
+def check_stamp(header: FrameHeader) -> None:
+    """ProtocolError unless the stamp is a possible simulation time: finite and not negative
+    (the world's physics clock starts at 0 and only runs forward)."""
+    stamp = header.stamp
+    if not math.isfinite(stamp) or stamp < 0.0:
+        raise ProtocolError(f"stamp {stamp!r} s is not a simulation time (finite and >= 0 s)")
+
+
 def encode_frame(frame_type: int, sequence: int, stamp: float, publish_time: float,
                  payload: bytes | bytearray | memoryview) -> bytes:
     """Header plus payload as one bytes object."""
@@ -325,6 +333,13 @@ class _Reader:
 _ZERO3 = (0.0, 0.0, 0.0)
 
 
+def _check_payload_fits(what: str, payload_bytes: int) -> None:
+    # A layout whose frames could not be sent: the header's payload size is a uint32.
+    if payload_bytes > _UINT32_MAX:
+        raise ProtocolError(f"Hello: the {what} layout needs {payload_bytes} payload bytes per frame, more "
+                            f"than the uint32 payload size field holds ({_UINT32_MAX})")
+
+
 def _parse_lidar(r: _Reader) -> LidarConfig:
     if not r.boolean("enabled", False):
         return LidarConfig(enabled=False, frame_id=r.string("frame_id", "lidar"))
@@ -334,12 +349,14 @@ def _parse_lidar(r: _Reader) -> LidarConfig:
     frame_id = r.string("frame_id")
     if not frame_id:
         raise ProtocolError(f"Hello: '{r.path}.frame_id' must not be empty")
+    columns, rings = r.integer("columns", minimum=1), r.integer("rings", minimum=1)
+    _check_payload_fits("LiDAR", SUB_HEADER_SIZE + POINT_STEP * columns * rings)
     return LidarConfig(
         enabled=True,
         frame_id=frame_id,
         hz=r.number("hz", positive=True),
-        columns=r.integer("columns", minimum=1),
-        rings=r.integer("rings", minimum=1),
+        columns=columns,
+        rings=rings,
         range_m=r.number("range_m", positive=True),
         azimuth_order=order,
         position_flu_m=r.numbers("position_flu_m", 3),
@@ -350,11 +367,13 @@ def _parse_lidar(r: _Reader) -> LidarConfig:
 def _parse_camera(r: _Reader) -> CameraConfig:
     if not r.boolean("enabled", False):
         return CameraConfig(enabled=False)
+    width, height = r.integer("width", minimum=1), r.integer("height", minimum=1)
+    _check_payload_fits("camera", SUB_HEADER_SIZE + 3 * width * height)
     return CameraConfig(
         enabled=True,
         hz=r.number("hz", positive=True),
-        width=r.integer("width", minimum=1),
-        height=r.integer("height", minimum=1),
+        width=width,
+        height=height,
         fx=r.number("fx", positive=True),
         fy=r.number("fy", positive=True),
         cx=r.number("cx"),

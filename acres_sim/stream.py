@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 import ipaddress
 import logging
+import re
 import socket
 import threading
 import time
@@ -35,6 +36,7 @@ _RECV_BUFFER_BYTES = 16 * 1024 * 1024  # the game asks for a 16 MiB send buffer;
 _POLL_S = 0.5  # socket timeout: how often a blocked read looks at the stop flag
 _SEQUENCE_MOD = 1 << 32
 HEAVY_TYPES = frozenset({FrameType.LIDAR, FrameType.CAMERA})
+_DIGITS = re.compile(r"\d+")
 
 
 class NotLoopbackError(ValueError):
@@ -198,6 +200,34 @@ def connect(host: str, port: int, timeout_s: float = 2.0) -> socket.socket:
     raise last if last is not None else OSError(f"no address for {host}:{port}")
 
 
+class LogLimiter:
+    """One log line per kind of fault per period: the first at once, repeats counted into the next.
+
+    A stream that repeats one fault at 100 Hz must not flood the log, yet every new kind of fault
+    is reported the moment it happens. Keys are (fault, frame type) pairs, so their number is bounded.
+    """
+
+    def __init__(self, period_s: float = 5.0, clock: Callable[[], float] = time.monotonic):
+        self.period_s = period_s
+        self.max_keys = 256
+        self._clock = clock
+        self._last: dict[object, float] = {}
+        self._suppressed: dict[object, int] = {}
+
+    def allow(self, key: object) -> int | None:
+        """None: stay silent; otherwise how many repeats were silenced since the last line."""
+        now = self._clock()
+        last = self._last.get(key)
+        if last is not None and now - last < self.period_s:
+            self._suppressed[key] = self._suppressed.get(key, 0) + 1
+            return None
+        if len(self._last) >= self.max_keys:  # whatever the peer sends, this stays small
+            self._last.clear()
+            self._suppressed.clear()
+        self._last[key] = now
+        return self._suppressed.pop(key, 0)
+
+
 FrameHandler = Callable[[Frame], None]
 StateHandler = Callable[[StreamState, str], None]
 
@@ -229,6 +259,8 @@ class StreamClient:
         self._expected_sequence: int | None = None
         self._connections = 0
         self._last_failure = ""
+        self._hello_ok = False  # a valid Hello arrived on this connection: its frames may pass
+        self._faults = LogLimiter()
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -300,23 +332,22 @@ class StreamClient:
         if self._connections > 1:
             self.stats.reconnect()
         self._expected_sequence = None
+        self._hello_ok = False
         self._log.info("sensor stream connected to %s", where)
         self._set_state(StreamState.CONNECTED, where)
         reader = FrameReader(sock, self._max, self._stop)
-        reason = "stopped"
+        reason, logged = "stopped", False
         try:
             while not self._stop.is_set():
                 try:
                     raw = reader.read_frame()
                 except FrameSkipped as exc:
-                    self.stats.bad_frame(exc.header.type)
-                    self._log.error("sensor stream %s: %s", where, exc)
+                    self._bad_frame(where, exc.header.type, "unknown type", str(exc))
                     continue
-                self._backoff.reset()  # a whole frame arrived: the connection works
                 self._dispatch(raw, where)
         except StreamDesync as exc:
             self.stats.bad_frame()
-            reason = str(exc)
+            reason, logged = str(exc), True  # this one line says it all
             self._log.error("sensor stream %s: %s; closing the connection and connecting again",
                             where, exc)
         except (ConnectionError, OSError) as exc:
@@ -329,18 +360,51 @@ class StreamClient:
             except OSError:
                 pass
         if not self._stop.is_set():
-            self._log.warning("sensor stream %s disconnected: %s; connecting again", where, reason)
+            if not logged:
+                self._log.warning("sensor stream %s disconnected: %s; connecting again", where, reason)
             self._set_state(StreamState.DISCONNECTED, reason)
+
+    def _bad_frame(self, where: str, frame_type: int, fault: str, message: str) -> None:
+        self.stats.bad_frame(frame_type)
+        silenced = self._faults.allow((fault, frame_type))
+        if silenced is not None:
+            more = f" ({silenced} more like it in the last {self._faults.period_s:.0f} s)" if silenced else ""
+            self._log.error("sensor stream %s: %s%s", where, message, more)
+
+    def _bad_payload(self, where: str, header: FrameHeader, exc: ProtocolError) -> None:
+        # Each kind of defect gets its line: the key is the reason with its numbers taken out.
+        self.stats.bad_frame(header.type)
+        silenced = self._faults.allow(("payload", header.type, _DIGITS.sub("#", str(exc))))
+        if silenced is not None:
+            more = f" ({silenced} more like it in the last {self._faults.period_s:.0f} s)" if silenced else ""
+            self._log.error("sensor stream %s: bad %s payload (sequence %d), not published: %s%s", where,
+                            type_name(header.type), header.sequence, exc, more)
 
     def _dispatch(self, raw: RawFrame, where: str) -> None:
         header = raw.header
+        what = f"{type_name(header.type)} frame (sequence {header.sequence})"
         try:
             data = protocol.decode_payload(header.type, raw.payload)
         except ProtocolError as exc:
-            self.stats.bad_frame(header.type)
-            self._log.error("sensor stream %s: bad %s payload (sequence %d): %s", where,
-                            type_name(header.type), header.sequence, exc)
+            if header.type == FrameType.HELLO:
+                # Without its layout nothing on this connection can be published; the game sends
+                # a Hello only when a client connects, so connect again (counted there).
+                raise StreamDesync(f"Hello refused: {exc}") from None
+            self._bad_payload(where, header, exc)
             return
+        if header.type == FrameType.HELLO:
+            self._hello_ok = True
+            self._backoff.reset()  # a valid Hello arrived: the connection works
+        elif not self._hello_ok:
+            self._bad_frame(where, header.type, "before hello",
+                            f"{what} before the first valid Hello of this connection, not published")
+            return
+        else:
+            try:
+                protocol.check_stamp(header)
+            except ProtocolError as exc:
+                self._bad_frame(where, header.type, "stamp", f"{what} not published: {exc}")
+                return
         self._check_sequence(header)
         self.stats.frame(header.type, HEADER_SIZE + header.payload_size, header.stamp,
                          raw.received - header.publish_time, raw.received)

@@ -100,16 +100,19 @@ def scripted_stream(hello_json: dict, seconds: float, start_seq: int = 0, t0: fl
 
 
 GATE = None  # in a script: wait here until ScriptedServer.gate is set
+CLOSE = object()  # in a script: close this connection now (whatever `hold` says)
 
 
 class ScriptedServer:
     """A TSS1 server on 127.0.0.1 that serves one scripted list of byte chunks per connection.
 
     `scripts` is a list (one entry per accepted connection, the last one repeats) of lists of
-    bytes (GATE entries wait for `gate`); after the script the connection stays open (hold=True)
-    or is closed."""
+    bytes (GATE entries wait for `gate`; a float entry waits until that many seconds after the
+    script or its last GATE started, for paced streams); after the script the connection stays
+    open (hold=True) or is closed. A callable entry is called with the connection (to stamp
+    frames with the time they are sent)."""
 
-    def __init__(self, scripts: list[list[bytes | None]], hold: bool = True, pace_s: float = 0.0):
+    def __init__(self, scripts: list[list], hold: bool = True, pace_s: float = 0.0, port: int = 0):
         self.gate = threading.Event()
         self.done = threading.Event()
         self.scripts = scripts
@@ -117,7 +120,7 @@ class ScriptedServer:
         self.pace_s = pace_s
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock.bind(("127.0.0.1", port))
         self.sock.listen(4)
         self.port = self.sock.getsockname()[1]
         self.connections = 0
@@ -137,16 +140,28 @@ class ScriptedServer:
             script = self.scripts[min(self.connections, len(self.scripts) - 1)]
             self.connections += 1
             try:
+                start = time.monotonic()
+                closing = False
                 for chunk in script:
+                    if chunk is CLOSE:
+                        closing = True
+                        break
                     if chunk is GATE:
                         while not self.gate.wait(0.1) and not self._stop.is_set():
                             pass
+                        start = time.monotonic()
+                        continue
+                    if isinstance(chunk, float):
+                        time.sleep(max(0.0, start + chunk - time.monotonic()))
+                        continue
+                    if callable(chunk):
+                        chunk(conn)
                         continue
                     conn.sendall(chunk)
                     if self.pace_s:
                         time.sleep(self.pace_s)
                 self.done.set()
-                if self.hold:
+                if self.hold and not closing:
                     while not self._stop.is_set():
                         r, _, _ = select.select([conn], [], [], 0.1)
                         if r and not conn.recv(1):

@@ -207,10 +207,21 @@ def test_cloud_owns_its_bytes():
     # The reader reuses its buffer for the next frame: the message must not alias it.
     buffer = bytearray(_lidar_payload(_polaris_cloud_bits(with_nan=False)[:10]))
     frame = decode_lidar(memoryview(buffer))
-    msg = FrameConverter(POLARIS).pointcloud(_header(FrameType.LIDAR), frame)
+    ten_columns = dataclasses.replace(POLARIS, lidar=dataclasses.replace(POLARIS.lidar, columns=10))
+    msg = FrameConverter(ten_columns).pointcloud(_header(FrameType.LIDAR), frame)
     expected = bytes(buffer[16:])
     buffer[16:] = bytes(len(buffer) - 16)
     assert msg.data.tobytes() == expected
+
+
+def test_frames_of_another_size_than_the_hello_are_refused():
+    converter = FrameConverter(POLARIS)
+    cloud = decode_lidar(_lidar_payload(_polaris_cloud_bits(with_nan=False)[:10]))
+    with pytest.raises(ProtocolError, match="10 x 32 points, but the Hello says 1800 x 32"):
+        converter.pointcloud(_header(FrameType.LIDAR), cloud)
+    image = decode_camera(encode_camera(np.zeros((6, 8, 3), np.uint8)))
+    with pytest.raises(ProtocolError, match="8 x 6 pixels, but the Hello says 896 x 512"):
+        converter.image(_header(FrameType.CAMERA), image)
 
 
 def test_is_dense_both_ways():
@@ -300,6 +311,11 @@ def test_polaris_image_and_camera_info(prefix):
     assert list(back.k) == list(info.k) and list(back.p) == list(info.p) and list(back.d) == list(info.d)
 
 
+def _polaris_with_camera(width: int, height: int):
+    camera = dataclasses.replace(POLARIS.camera, width=width, height=height)
+    return dataclasses.replace(POLARIS, camera=camera)
+
+
 def test_padded_image_keeps_its_row_step_and_padding():
     rng = np.random.default_rng(4)
     image = rng.integers(0, 256, (7, 5, 3), dtype=np.uint8)
@@ -307,7 +323,7 @@ def test_padded_image_keeps_its_row_step_and_padding():
     for row in range(7):
         payload[16 + row * 20 + 15: 16 + row * 20 + 20] = b"\xaa\xbb\xcc\xdd" + bytes([row])
     frame = decode_camera(bytes(payload))
-    msg, _ = FrameConverter(POLARIS).image(_header(FrameType.CAMERA), frame)
+    msg, _ = FrameConverter(_polaris_with_camera(5, 7)).image(_header(FrameType.CAMERA), frame)
     assert (msg.height, msg.width, msg.step) == (7, 5, 20)
     assert msg.data.tobytes() == bytes(payload[16:])
     # A consumer that honours `step` sees the original pixels.
@@ -599,7 +615,7 @@ def test_message_types():
     out = _convert_ins(ConvertSettings())
     assert isinstance(out.fix, NavSatFix)
     assert isinstance(out.tf, TFMessage)
-    image, info = FrameConverter(POLARIS).image(
+    image, info = FrameConverter(_polaris_with_camera(2, 2)).image(
         _header(FrameType.CAMERA), decode_camera(encode_camera(np.zeros((2, 2, 3), np.uint8))))
     assert isinstance(image, Image) and isinstance(info, CameraInfo)
 
