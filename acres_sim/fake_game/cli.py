@@ -152,7 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         game = FakeGame.start(config, args.control_port)
         if not game.session.listening_agents:
             game.stop()
-            print("fake_game: no stream could listen; nothing to serve", file=sys.stderr)
+            ports = ", ".join(str(a.port) for a in config.agents)
+            print(f"fake_game: exiting: no stream could listen on 127.0.0.1 port {ports} (in use by another "
+                  "program?); free the port or choose another with --port/--ports", file=sys.stderr)
             return 1
         while not stop.wait(0.2) and not game.session.finished:
             pass

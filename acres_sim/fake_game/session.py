@@ -26,10 +26,12 @@ non-zero and differs between agents, as in the game where every pawn has its own
 from __future__ import annotations
 
 import math
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -54,6 +56,7 @@ AGENT_SPACING_M = 40.0  # distance along the loop between the start places of th
 CACHED_RENDERS = 5  # clouds and images re-served in --cached mode (0.5 s of a 10 Hz sensor)
 _MAX_RENDERS_IN_FLIGHT = 4  # per agent: beyond this the simulation waits for the renderer
 _MAX_LAG_S = 1.0  # real-time pacing: further behind than this, give up catching up
+_STOP_POLL_S = 0.02  # a world waiting for its renderer looks at stop this often
 
 
 def world_time(step: int) -> float:
@@ -64,6 +67,47 @@ def world_time(step: int) -> float:
 def due_step(epoch: int, hz: float) -> int:
     """The first physics step at or after the due time epoch / hz (exact arithmetic)."""
     return math.ceil(Fraction(PHYSICS_HZ * epoch) / Fraction(hz))
+
+
+class RenderPool:
+    """Render workers on daemon threads, handing results back as Futures.
+
+    Unlike ThreadPoolExecutor, whose workers the interpreter joins at exit, a render in progress
+    (tens to hundreds of milliseconds on a busy machine) never holds up the end of the process.
+    """
+
+    def __init__(self, workers: int):
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._workers = workers
+        for i in range(workers):
+            threading.Thread(target=self._work, name=f"render-{i}", daemon=True).start()
+
+    def submit(self, fn: Callable[..., object], *args: object) -> Future:
+        future: Future = Future()
+        self._jobs.put((future, fn, args))
+        return future
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            future, fn, args = job
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled by shutdown
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 -- handed to whoever waits on the future
+                future.set_exception(exc)
+
+    def shutdown(self) -> None:
+        """Cancel what has not started; let the workers end after their current render."""
+        while True:
+            try:
+                job = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                job[0].cancel()
+        for _ in range(self._workers):
+            self._jobs.put(None)
 
 
 @dataclass(frozen=True)
@@ -169,7 +213,7 @@ class Session:
         self._paused = config.lockstep
         self._stopping = False
         self._finished = threading.Event()
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: RenderPool | None = None
         self._thread: threading.Thread | None = None
         self._anchor: tuple[float, int] | None = None  # (monotonic, step) the pacing counts from
         self._render_error: BaseException | None = None
@@ -215,8 +259,7 @@ class Session:
                 camera_size=16 + 3 * hello.camera.width * hello.camera.height,
             )
             self._agents.append(agent)
-        self._pool = ThreadPoolExecutor(max_workers=max(1, cfg.render_workers),
-                                        thread_name_prefix="render")
+        self._pool = RenderPool(max(1, cfg.render_workers))
         self._thread = threading.Thread(target=self._run, name="simulation", daemon=True)
         self._thread.start()
 
@@ -245,7 +288,9 @@ class Session:
             self._thread.join()
             self._thread = None
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            # Renders not yet started are cancelled; running ones finish on their own (and publish
+            # nothing once the servers are stopped): stop does not wait for a busy renderer.
+            self._pool.shutdown()
             self._pool = None
         for agent in self._agents:
             agent.server.stop()
@@ -393,8 +438,13 @@ class Session:
             return
         agent.renders = [f for f in agent.renders if not f.done()]
         while len(agent.renders) >= _MAX_RENDERS_IN_FLIGHT:
-            # The renderer is behind: the world waits for it, as the game's frame does.
-            agent.renders.pop(0).result()
+            # The renderer is behind: the world waits for it, as the game's frame does; in short
+            # waits, so that stop is not held up by a busy renderer.
+            done, _ = wait_futures(agent.renders[:1], timeout=_STOP_POLL_S)
+            if self._stopping:
+                return
+            if done:
+                agent.renders.pop(0).result()
         assert self._pool is not None
         agent.renders.append(self._pool.submit(self._render, agent, kind, t))
 
