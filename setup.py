@@ -26,6 +26,7 @@ setup(
         "console_scripts": [
             "sim_bridge = acres_sim.bridge:main",
             "fake_game = acres_sim.fake_game.node:main",
+            "snapshot = acres_sim.snapshot:main",
         ],
     },
 )

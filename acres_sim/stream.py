@@ -485,3 +485,27 @@ class HandoffQueue:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class LatestSlot:
+    """A one-item mailbox between two threads: put() replaces what was not taken yet (for work where
+    only the newest item matters, such as encoding the latest image), get() waits for an item."""
+
+    def __init__(self) -> None:
+        self._item: object | None = None
+        self._cond = threading.Condition()
+
+    def put(self, item: object) -> bool:
+        """Leave `item`; True when it replaced one that was never taken."""
+        with self._cond:
+            replaced = self._item is not None
+            self._item = item
+            self._cond.notify()
+            return replaced
+
+    def get(self, timeout_s: float | None = None) -> object | None:
+        with self._cond:
+            if self._item is None:
+                self._cond.wait(timeout_s)
+            item, self._item = self._item, None
+            return item

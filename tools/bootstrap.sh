@@ -22,7 +22,7 @@ if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" >/dev/null 2>&1; then
   say "using the sourced ROS 2 $ROS_DISTRO"
   missing=()
   command -v colcon >/dev/null 2>&1 || missing+=("colcon (apt install python3-colcon-common-extensions)")
-  for mod in numpy pyproj pytest hypothesis flake8 yaml tf2_msgs sensor_msgs nav_msgs diagnostic_msgs; do
+  for mod in numpy pyproj simplejpeg matplotlib pytest hypothesis flake8 yaml tf2_msgs sensor_msgs nav_msgs diagnostic_msgs; do
     python3 -c "import $mod" >/dev/null 2>&1 || missing+=("python module $mod (rosdep install --from-paths . --ignore-src -y)")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -116,7 +116,7 @@ export RMW_IMPLEMENTATION="\${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
 source "$TF2_INSTALL/local_setup.bash"
 EOS
 
-env_check="$(bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, sensor_msgs.msg, nav_msgs.msg, rosgraph_msgs.msg, diagnostic_msgs.msg, numpy, pyproj, pytest, hypothesis, flake8; print(\"ok\")'" 2>&1 | tail -n 3)"
+env_check="$(bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, sensor_msgs.msg, nav_msgs.msg, rosgraph_msgs.msg, diagnostic_msgs.msg, numpy, pyproj, simplejpeg, matplotlib, rich, pytest, hypothesis, flake8; print(\"ok\")'" 2>&1 | tail -n 3)"
 [ "$env_check" = "ok" ] || die "the new environment does not import: $env_check"
 echo "$wanted" > "$STAMP"
 say "environment ready: source $ENV_FILE"

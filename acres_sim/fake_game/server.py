@@ -114,9 +114,11 @@ class StreamServer:
         self.port = listener.getsockname()[1]  # port 0 asks the kernel for a free one
         self._listener = listener
         self.listening = True
+        # Logged before the sender thread runs: a client already waiting connects at once, and its
+        # CONNECTED line must come after LISTENING.
+        self._log(f"ACRES_SENSOR_STREAM_LISTENING agent={self.agent} port={self.port}")
         self._thread = threading.Thread(target=self._run, name=f"stream-{self.agent}", daemon=True)
         self._thread.start()
-        self._log(f"ACRES_SENSOR_STREAM_LISTENING agent={self.agent} port={self.port}")
         return True
 
     def stop(self) -> None:
