@@ -27,6 +27,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.duration import Duration
+from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
@@ -38,13 +39,7 @@ from tf2_msgs.msg import TFMessage
 
 from acres_sim import dds, diagnostics
 from acres_sim.convert import FrameConverter, stamp_to_time
-from acres_sim.parameters import (  # noqa: F401 -- BridgeConfig, ParamSpec: part of this module's API
-    PARAMETERS,
-    BridgeConfig,
-    BridgeConfigError,
-    ParamSpec,
-    config_from_values,
-)
+from acres_sim.parameters import PARAMETERS, BridgeConfigError, config_from_values
 from acres_sim.protocol import FrameType, Hello
 from acres_sim.stats import SnapshotHistory, StatsSnapshot, StreamStats, type_name
 from acres_sim.stream import Frame, HandoffQueue, LatestSlot, StreamClient, StreamState
@@ -232,6 +227,21 @@ class SimBridge(Node):
                     f"{BARRIER_ACK_TIMEOUT_S:.0f} s; publishing it anyway", throttle_duration_sec=5.0)
             self._barrier_pub.publish(conv.barrier(frame.header, frame.data))  # type: ignore[arg-type]
 
+    def _incompatible_qos(self, topic: str) -> Callable[[Any], None]:
+        """One clear line when a subscriber asks for more than the publisher offers (it gets nothing)."""
+        name = self.resolve_topic_name(topic)
+
+        def report(event: Any) -> None:
+            policy = getattr(event.last_policy_kind, "name", str(event.last_policy_kind))
+            hint = ("subscribe best effort, or start the bridge with qos_reliability:=reliable"
+                    if "RELIABILITY" in policy
+                    else "subscribe with a QoS the publisher offers (ros2 topic info -v shows it)")
+            self.get_logger().error(
+                f"a subscriber of {name} asks for a QoS this publisher does not offer ({policy}; publisher: "
+                f"{self.config.qos_reliability}, volatile, depth {self.config.qos_depth}): it receives "
+                f"nothing; {hint}", throttle_duration_sec=10.0)
+        return report
+
     def _jpeg_loop(self) -> None:
         while not self._stopping.is_set():
             item = self._jpeg_slot.get(timeout_s=0.2)
@@ -276,7 +286,9 @@ class SimBridge(Node):
         for topic, (type_name_, qos_kind) in plan.items():
             if topic not in self._data_pubs:
                 qos = TF_QOS if qos_kind == "tf" else self._sensor_qos
-                self._data_pubs[topic] = self.create_publisher(MESSAGE_TYPES[type_name_], topic, qos)
+                self._data_pubs[topic] = self.create_publisher(
+                    MESSAGE_TYPES[type_name_], topic, qos,
+                    event_callbacks=PublisherEventCallbacks(incompatible_qos=self._incompatible_qos(topic)))
         if self._tf_static_pub is None:
             self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
         first = self._hello is None

@@ -51,6 +51,11 @@ _INT32_MIN = -(2**31)
 _INT32_MAX = 2**31 - 1
 _UINT64_MAX = 2**64 - 1
 TF_SOURCES = ("ins", "ground_truth", "none")
+LIDAR_FIELDS = ("xyzi", "xyzirt")
+LIDAR_STAMPS = ("end", "start")
+# xyzirt: x, y, z, intensity float32, ring uint16 (+ 2 bytes padding), time float32 (velodyne-style).
+XYZIRT_DTYPE = np.dtype({"names": ["xyzi", "ring", "time"], "formats": [("<f4", (4,)), "<u2", "<f4"],
+                         "offsets": [0, 16, 20], "itemsize": 24})
 IMAGE_ENCODING = "bgr8"
 # What image_transport's compressed plugin writes for a bgr8 image encoded as JPEG.
 JPEG_FORMAT = "bgr8; jpeg compressed bgr8"
@@ -116,10 +121,16 @@ class ConvertSettings:
     odom_orientation_variance: float = 0.0
     odom_linear_velocity_variance: float = 0.0
     odom_angular_velocity_variance: float = 0.0
+    lidar_fields: str = "xyzi"  # xyzi: the frame's bytes | xyzirt: + ring and per-point time
+    lidar_stamp: str = "end"  # end: the frame's stamp (end of sweep) | start: end - 1/lidar.hz
 
     def __post_init__(self) -> None:
         if self.tf_source not in TF_SOURCES:
             raise ValueError(f"tf_source must be one of {', '.join(TF_SOURCES)}, got {self.tf_source!r}")
+        if self.lidar_fields not in LIDAR_FIELDS:
+            raise ValueError(f"lidar_fields must be xyzi or xyzirt, got {self.lidar_fields!r}")
+        if self.lidar_stamp not in LIDAR_STAMPS:
+            raise ValueError(f"lidar_stamp must be end or start, got {self.lidar_stamp!r}")
         for name in ("world_frame", "utm_frame"):
             if not getattr(self, name):
                 raise ValueError(f"{name} must not be empty")
@@ -172,9 +183,19 @@ def _bytes_array(data: memoryview | bytes | bytearray) -> array.array:
     return out
 
 
-def _point_fields() -> list[PointField]:
-    return [PointField(name=name, offset=4 * i, datatype=PointField.FLOAT32, count=1)
-            for i, name in enumerate(("x", "y", "z", "intensity"))]
+def _point_fields(with_ring_and_time: bool = False) -> list[PointField]:
+    fields = [PointField(name=name, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+              for i, name in enumerate(("x", "y", "z", "intensity"))]
+    if with_ring_and_time:
+        fields += [PointField(name="ring", offset=16, datatype=PointField.UINT16, count=1),
+                   PointField(name="time", offset=20, datatype=PointField.FLOAT32, count=1)]
+    return fields
+
+
+def column_firing_offsets(columns: int, hz: float) -> np.ndarray:
+    """Firing time of every column relative to the end of the sweep, s (float64): column c of C fires
+    at end - (C - 1 - c) / (C * hz), so the last column fires at the frame's stamp."""
+    return -(columns - 1 - np.arange(columns, dtype=np.float64)) / (columns * hz)
 
 
 def _finite(*values: float) -> bool:
@@ -197,6 +218,17 @@ class FrameConverter:
         self.ins_frame = prefix + INS
         self.base_frame = prefix + BASE_FOOTPRINT
         self.transforms = mount_transforms(hello)  # raises on a Hello with a broken frame tree
+
+        lidar = hello.lidar
+        self._sweep_s = 1.0 / lidar.hz if lidar.enabled else 0.0
+        self._stamp_shift = self._sweep_s if settings.lidar_stamp == "start" else 0.0
+        self._xyzirt: np.ndarray | None = None
+        if lidar.enabled and settings.lidar_fields == "xyzirt":
+            # One buffer per layout: ring and time are the same in every sweep, only xyzi changes.
+            self._firing = column_firing_offsets(lidar.columns, lidar.hz)
+            self._xyzirt = np.zeros(lidar.columns * lidar.rings, XYZIRT_DTYPE)
+            self._xyzirt["ring"] = np.tile(np.arange(lidar.rings, dtype=np.uint16), lidar.columns)
+            self._fill_times(self._stamp_shift)
 
         cam = hello.camera
         self._camera_d = tuple(float(v) for v in cam.d)
@@ -243,20 +275,39 @@ class FrameConverter:
         if (frame.columns, frame.rings) != (lidar.columns, lidar.rings):
             raise ProtocolError(f"LiDAR frame (sequence {header.sequence}) of {frame.columns} x "
                                 f"{frame.rings} points, but the Hello says {lidar.columns} x {lidar.rings}")
-        sec, nanosec = stamp_to_sec_nanosec(header.stamp)
+        stamp = header.stamp - self._stamp_shift
+        if stamp < 0.0:  # a sweep that started before t = 0: the header cannot go below 0
+            stamp = 0.0
+        sec, nanosec = stamp_to_sec_nanosec(stamp)
         msg = PointCloud2(**_STORE_AS_IS)
         msg.header = _header(sec, nanosec, self.lidar_frame)
         msg.height = frame.columns
         msg.width = frame.rings
-        msg.fields = _point_fields()
         msg.is_bigendian = False
-        msg.point_step = POINT_STEP
-        msg.row_step = POINT_STEP * frame.rings
-        msg.data = _bytes_array(frame.point_bytes)
+        if self._xyzirt is None:
+            msg.fields = _point_fields()
+            msg.point_step = POINT_STEP
+            msg.data = _bytes_array(frame.point_bytes)
+        else:
+            shift = header.stamp - stamp  # the end of the sweep minus the header stamp
+            if shift != self._times_shift:
+                self._fill_times(shift)
+            self._xyzirt["xyzi"] = frame.points.reshape(-1, 4)  # one vectorised copy
+            msg.fields = _point_fields(with_ring_and_time=True)
+            msg.point_step = XYZIRT_DTYPE.itemsize
+            msg.data = _bytes_array(self._xyzirt.view(np.uint8))
+        msg.row_step = msg.point_step * frame.rings
         # Any NaN in a point, intensity included, makes the cloud not dense. Testing all four
         # contiguous floats is also ~10x faster than the strided x, y, z view (SIMD).
         msg.is_dense = not bool(np.isnan(frame.points).any())
         return msg
+
+    def _fill_times(self, shift: float) -> None:
+        """time = firing time of the cell's column minus the header stamp = offset + shift."""
+        assert self._xyzirt is not None
+        self._times_shift = shift
+        rings = self.hello.lidar.rings
+        self._xyzirt["time"] = np.repeat((self._firing + shift).astype(np.float32), rings)
 
     # -- camera -------------------------------------------------------------------------------
 

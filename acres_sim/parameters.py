@@ -43,6 +43,13 @@ PARAMETERS: tuple[ParamSpec, ...] = (
               "Source of the world_frame -> base_footprint transform on /tf: ins (INS solution, with "
               "its errors), ground_truth (exact pose) or none."),
     ParamSpec("publish_ground_truth", True, "Publish the exact pose of each INS epoch on ground_truth/odom."),
+    ParamSpec("lidar_fields", "xyzi",
+              "Point layout of lidar/points: xyzi (x, y, z, intensity float32; the frame's bytes unchanged) "
+              "or xyzirt (adds ring uint16 at 16 and time float32 at 20, point_step 24: per-point time "
+              "for deskewing in LiDAR odometry)."),
+    ParamSpec("lidar_stamp", "end",
+              "Header stamp of lidar/points: end (the frame's stamp, the end of the sweep; times in "
+              "(-1/hz, 0]) or start (end - 1/lidar.hz, the velodyne/ouster convention; times in (0, 1/hz])."),
     ParamSpec("qos_reliability", "reliable",
               "Reliability of the sensor topics: reliable (REP 2003, what rviz2 expects) or best_effort."),
     ParamSpec("qos_depth", 5, "History depth (keep last) of the sensor topics."),
@@ -117,6 +124,14 @@ def _boolean(name: str, value: Any) -> bool:
     return value
 
 
+def _integer_in(name: str, value: Any, low: int, high: int | None = None) -> int:
+    number = int(_number(name, value, integer=True))
+    if number < low or (high is not None and number > high):
+        bound = f"{low}..{high}" if high is not None else f"at least {low}"
+        raise BridgeConfigError(f"parameter {name} must be {bound}, got {number}")
+    return number
+
+
 def config_from_values(values: dict[str, Any]) -> BridgeConfig:
     """Validate parameter values (missing ones take their defaults); BridgeConfigError if bad."""
     v = {**PARAMETER_DEFAULTS, **values}
@@ -125,34 +140,26 @@ def config_from_values(values: dict[str, Any]) -> BridgeConfig:
         require_loopback(host)
     except NotLoopbackError as exc:
         raise BridgeConfigError(f"refusing parameter host: {exc}") from None
-    port = int(_number("port", v["port"], integer=True))
-    if not 1 <= port <= 65535:
-        raise BridgeConfigError(f"parameter port must be 1..65535, got {port}")
+    port = _integer_in("port", v["port"], 1, 65535)
     reliability = _string("qos_reliability", v["qos_reliability"])
     if reliability not in RELIABILITIES:
         raise BridgeConfigError(
             f"parameter qos_reliability must be reliable or best_effort, got {reliability!r}")
-    depth = int(_number("qos_depth", v["qos_depth"], integer=True))
-    if depth < 1:
-        raise BridgeConfigError(f"parameter qos_depth must be at least 1, got {depth}")
+    depth = _integer_in("qos_depth", v["qos_depth"], 1)
     rmin = float(_number("reconnect_min_s", v["reconnect_min_s"]))
     rmax = float(_number("reconnect_max_s", v["reconnect_max_s"]))
     if not 0 < rmin <= rmax:
         raise BridgeConfigError(
             f"reconnect delays need 0 < reconnect_min_s ({rmin}) <= reconnect_max_s ({rmax})")
-    max_payload = int(_number("max_payload_bytes", v["max_payload_bytes"], integer=True))
-    if max_payload < 1024:
-        raise BridgeConfigError(f"parameter max_payload_bytes must be at least 1024, got {max_payload}")
+    max_payload = _integer_in("max_payload_bytes", v["max_payload_bytes"], 1024)
     stats_period = float(_number("stats_period_s", v["stats_period_s"]))
     if stats_period < 0:
         raise BridgeConfigError(f"parameter stats_period_s must be >= 0, got {stats_period}")
-    jpeg_quality = int(_number("jpeg_quality", v["jpeg_quality"], integer=True))
-    if not 1 <= jpeg_quality <= 100:
-        raise BridgeConfigError(f"parameter jpeg_quality must be 1..100, got {jpeg_quality}")
+    jpeg_quality = _integer_in("jpeg_quality", v["jpeg_quality"], 1, 100)
     try:  # ConvertSettings checks its own fields (tf_source, frame names, variances)
         convert = ConvertSettings(
             **{name: _string(name, v[name]) for name in ("frame_prefix", "world_frame", "utm_frame",
-                                                         "tf_source")},
+                                                         "tf_source", "lidar_fields", "lidar_stamp")},
             **{name: float(_number(name, v[name])) for name in VARIANCE_PARAMETERS})
     except ValueError as exc:
         raise BridgeConfigError(f"parameter {exc}") from None

@@ -308,8 +308,11 @@ class StreamClient:
                 except OSError as exc:
                     reason = exc.strerror or str(exc) or type(exc).__name__
                     if reason != self._last_failure:  # once per state change, not per attempt
-                        self._log.warning("sensor stream %s not reachable (%s); retrying every %.1f..%.1f s",
-                                          where, reason, self._backoff.min_s, self._backoff.max_s)
+                        self._log.warning(
+                            "sensor stream %s not reachable (%s); retrying every %.1f..%.1f s. Is the game "
+                            "running with -SensorStream=%d (or fake_game --port %d)? Otherwise set the port "
+                            "parameter to the game's port", where, reason, self._backoff.min_s,
+                            self._backoff.max_s, self.port, self.port)
                         self._last_failure = reason
                     self._set_state(StreamState.DISCONNECTED, reason)
                     self._stop.wait(self._backoff.next_delay())

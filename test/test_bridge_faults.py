@@ -32,6 +32,7 @@ from _bridge_support import (
     frame,
     ins_values,
     ros_env,
+    scripted_stream,
     small_hello_json,
     start_bridge,
 )
@@ -237,11 +238,7 @@ def test_lockstep_every_barrier_after_its_data_without_ack_timeouts(mode):
         graph.spin_for(1.1)
         values = {kv.key: kv.value for kv in diags[-1][1].status[0].values}
     finally:
-        code = bridge.stop()
-        graph.close()
-        server.close()
-    out = bridge.output()
-    assert code == 0 and "Traceback" not in out, out
+        out = finish(Case(graph, bridge, server))
     assert [m.data for _, m in got] == sorted(before), "barriers missing or out of order"
     assert not problems, problems[:5]
     assert count_lines(out, "not acknowledged") == 0, out
@@ -446,11 +443,7 @@ def test_bad_hellos_are_refused_and_a_later_valid_one_works():
         server.gate.set()
         graph.wait_matched(["ins/odom"], 30, settle_s=0.0)
     finally:
-        code = bridge.stop()
-        graph.close()
-        server.close()
-    out = bridge.output()
-    assert code == 0 and "Traceback" not in out, out
+        out = finish(Case(graph, bridge, server))
     for _, reason in BAD_HELLOS:
         assert count_lines(out, reason) == 1, f"{reason!r}:\n{out}"
     assert count_lines(out, "Hello refused") == len(BAD_HELLOS)
@@ -597,18 +590,20 @@ def test_host_that_is_not_loopback_is_refused_at_start():
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-@pytest.mark.parametrize("state", ["connecting", "mid_frame", "disconnected"])
+@pytest.mark.parametrize("state", ["connecting", "streaming", "mid_frame", "disconnected"])
 def test_signal_exits_cleanly_in_every_state(sig, state):
     server = None
     if state == "connecting":  # accepted, but the Hello never comes
         server = ScriptedServer([[GATE]], hold=True)
+    elif state == "streaming":
+        server = ScriptedServer([scripted_stream(small_hello_json(), 2.0)], pace_s=1 / 1000)
     elif state == "mid_frame":
         server = ScriptedServer([[hello(), ins(1)[:100], GATE]], hold=True)
     port = server.port if server else free_port()
     bridge = start_bridge(port, 188)
     try:
-        bridge.wait_for({"connecting": "sensor stream connected", "mid_frame": "Hello from agent",
-                         "disconnected": "not reachable"}[state], 30)
+        bridge.wait_for({"connecting": "sensor stream connected", "streaming": "Hello from agent",
+                         "mid_frame": "Hello from agent", "disconnected": "not reachable"}[state], 30)
         time.sleep(0.3)
         t0 = time.monotonic()
         bridge.proc.send_signal(sig)

@@ -42,6 +42,7 @@ from acres_sim.protocol import (
     decode_camera,
     decode_lidar,
     encode_camera,
+    encode_lidar,
     parse_hello,
 )
 
@@ -647,3 +648,81 @@ def test_with_generated_field_checks_on():
                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                             env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+
+
+# ---------------------------------------------------------------------------------------------
+# lidar_fields:=xyzirt and lidar_stamp
+
+
+def _small_lidar_hello(columns: int = 12, rings: int = 5, hz: float = 10.0):
+    lidar = dataclasses.replace(POLARIS.lidar, columns=columns, rings=rings, hz=hz)
+    return dataclasses.replace(POLARIS, lidar=lidar)
+
+
+def _xyzirt(msg: PointCloud2) -> np.ndarray:
+    dtype = np.dtype({"names": [f.name for f in msg.fields], "offsets": [f.offset for f in msg.fields],
+                      "formats": [{PointField.FLOAT32: "<f4", PointField.UINT16: "<u2"}[f.datatype]
+                                  for f in msg.fields], "itemsize": msg.point_step})
+    return np.frombuffer(msg.data, dtype).reshape(msg.height, msg.width)
+
+
+@pytest.mark.parametrize("stamp_mode", ["end", "start"])
+def test_xyzirt_ring_and_time_follow_the_firing_formula(stamp_mode):
+    columns, rings, hz, end = 12, 5, 10.0, 7.25
+    hello = _small_lidar_hello(columns, rings, hz)
+    pts = np.random.default_rng(5).normal(size=(columns, rings, 4)).astype(np.float32)
+    pts[3, 2, :3] = np.nan
+    converter = FrameConverter(hello, ConvertSettings(lidar_fields="xyzirt", lidar_stamp=stamp_mode))
+    msg = converter.pointcloud(FrameHeader(FrameType.LIDAR, 1, 0, end, 0.0), decode_lidar(encode_lidar(pts)))
+    assert [(f.name, f.offset, f.datatype, f.count) for f in msg.fields] == [
+        ("x", 0, PointField.FLOAT32, 1), ("y", 4, PointField.FLOAT32, 1), ("z", 8, PointField.FLOAT32, 1),
+        ("intensity", 12, PointField.FLOAT32, 1), ("ring", 16, PointField.UINT16, 1),
+        ("time", 20, PointField.FLOAT32, 1)]
+    assert (msg.height, msg.width, msg.point_step, msg.row_step) == (columns, rings, 24, 24 * rings)
+    assert msg.is_dense is False
+    header_stamp = end if stamp_mode == "end" else end - 1.0 / hz
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == stamp_to_sec_nanosec(header_stamp)
+    cells = _xyzirt(msg)
+    np.testing.assert_array_equal(np.stack([cells[n] for n in ("x", "y", "z", "intensity")], -1), pts)
+    c, r = np.meshgrid(np.arange(columns), np.arange(rings), indexing="ij")
+    np.testing.assert_array_equal(cells["ring"], r)
+    firing = end - (columns - 1 - c) / (columns * hz)
+    np.testing.assert_allclose(cells["time"], firing - header_stamp, atol=1e-6)
+    if stamp_mode == "end":
+        assert cells["time"].max() == 0.0 and cells["time"].min() > -1.0 / hz
+    else:
+        assert cells["time"].min() > 0.0 and abs(cells["time"].max() - 1.0 / hz) < 1e-6
+
+
+def test_xyzirt_messages_own_their_bytes_and_a_start_stamp_never_goes_below_zero():
+    hello = _small_lidar_hello(4, 2, 10.0)
+    converter = FrameConverter(hello, ConvertSettings(lidar_fields="xyzirt", lidar_stamp="start"))
+    first_pts = np.ones((4, 2, 4), np.float32)
+    first = converter.pointcloud(FrameHeader(FrameType.LIDAR, 1, 0, 0.05, 0.0),
+                                 decode_lidar(encode_lidar(first_pts)))
+    kept = bytes(first.data)
+    converter.pointcloud(FrameHeader(FrameType.LIDAR, 2, 0, 0.15, 0.0),
+                         decode_lidar(encode_lidar(first_pts * 2)))
+    assert bytes(first.data) == kept  # the converter's buffer was reused, the message was not
+    # The sweep ending at 0.05 s started at -0.05 s: the header is 0 and times stay relative to it.
+    assert (first.header.stamp.sec, first.header.stamp.nanosec) == (0, 0)
+    times = _xyzirt(first)["time"][:, 0]
+    np.testing.assert_allclose(times, 0.05 - (3 - np.arange(4)) / 40.0, atol=1e-7)
+
+
+def test_xyzi_stays_the_frames_bytes_with_a_start_stamp():
+    hello = _small_lidar_hello(4, 2, 10.0)
+    payload = encode_lidar(np.arange(32, dtype=np.float32).reshape(4, 2, 4))
+    msg = FrameConverter(hello, ConvertSettings(lidar_stamp="start")).pointcloud(
+        FrameHeader(FrameType.LIDAR, 1, 0, 3.0, 0.0), decode_lidar(payload))
+    assert msg.data.tobytes() == payload[16:] and msg.point_step == 16
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == stamp_to_sec_nanosec(3.0 - 0.1)
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"lidar_fields": "xyz"}, "lidar_fields must be xyzi or xyzirt"),
+    ({"lidar_stamp": "middle"}, "lidar_stamp must be end or start"),
+])
+def test_lidar_settings_are_checked(settings, message):
+    with pytest.raises(ValueError, match=message):
+        ConvertSettings(**settings)

@@ -1,0 +1,91 @@
+"""The README's tables against the code, so that they cannot drift: topics against the topic plan,
+parameters against the declared ParamSpecs, launch arguments against the launch file."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from page_examples import POLARIS_HELLO_JSON
+
+from acres_sim.parameters import PARAMETERS, config_from_values
+from acres_sim.protocol import parse_hello
+from acres_sim.topics import topic_plan
+
+REPO = Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text()
+ALWAYS = {"sim/barrier": "UInt64", "/clock": "Clock", "/tf_static": "TFMessage",
+          "/diagnostics": "DiagnosticArray"}
+
+
+def table_after(heading: str) -> list[list[str]]:
+    """The rows (cells, backticks kept) of the first table under a `## heading`."""
+    section = README.split(f"\n## {heading}\n", 1)[1]
+    rows, started = [], False
+    for line in section.splitlines():
+        if line.startswith("|"):
+            started = True
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not set("".join(cells)) <= set("-: "):
+                rows.append(cells)
+        elif started:
+            break
+    return rows[1:]  # without the header row
+
+
+def names(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def test_topic_table_is_the_topic_plan():
+    plan = topic_plan(parse_hello(POLARIS_HELLO_JSON), config_from_values({}))
+    expected = {t: kind for t, (kind, _) in plan.items()} | ALWAYS
+    rows = table_after("Topics")
+    documented = {}
+    for cells in rows:
+        for name in names(cells[0]):
+            documented[name.split(" ")[0]] = cells[1].split("/")[-1]
+    assert set(documented) == set(expected), set(documented) ^ set(expected)
+    for topic, kind in expected.items():
+        assert documented[topic] == kind, \
+            f"{topic}: README says {documented[topic]}, the bridge publishes {kind}"
+
+
+def _readme_default(value) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if value == "":
+        return '""'
+    if value == 64 * 1024 * 1024:
+        return "64 MiB"
+    return str(value)
+
+
+def test_parameter_table_is_the_declared_parameters():
+    specs = {p.name: p for p in PARAMETERS}
+    seen: set[str] = set()
+    for cells in table_after("Parameters of sim_bridge"):
+        row_names = names(cells[0])
+        seen.update(row_names)
+        defaults = [d.strip() for d in cells[1].split(",")]
+        if len(defaults) == len(row_names):
+            for name, default in zip(row_names, defaults):
+                assert name in specs, f"README documents {name}, which sim_bridge does not declare"
+                assert default == _readme_default(specs[name].default), (name, default)
+    assert seen == set(specs), seen ^ set(specs)
+
+
+def test_launch_argument_table_is_the_launch_file():
+    tree = ast.parse((REPO / "launch" / "bridge.launch.py").read_text())
+    arguments = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                     and any(getattr(t, "id", "") == "ARGUMENTS" for t in node.targets))
+    declared = {}
+    for item in arguments.elts:
+        name, default = item.elts[0].value, item.elts[1]
+        declared[name] = default.value if isinstance(default, ast.Constant) else None
+    rows = {names(cells[0])[0]: cells[1] for cells in table_after("bridge.launch.py")}
+    assert set(rows) == set(declared), set(rows) ^ set(declared)
+    for name, default in declared.items():
+        if default:  # literal defaults must read the same; computed ones (the params file) are described
+            assert rows[name] == default, (name, rows[name], default)
