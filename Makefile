@@ -6,7 +6,7 @@ COLCON_PATHS := --base-paths . --build-base build --install-base install
 # colcon test must never hang CI: the whole suite gets this many seconds.
 TEST_TIMEOUT_S ?= 1500
 
-.PHONY: bootstrap build test lint demo bench soak clean
+.PHONY: bootstrap build test lint demo bench bench-lio soak clean
 
 bootstrap:
 	@bash tools/bootstrap.sh
@@ -34,6 +34,11 @@ demo: build
 
 bench: build
 	@$(ENV) && source install/setup.bash && for b in benchmark/bench_*.py; do echo "== $$b"; python "$$b" || exit 1; done
+
+bench-lio: build
+	@$(ENV) && source install/setup.bash && python -m pip install --quiet --disable-pip-version-check \
+	  -c <(python -m pip freeze --exclude-editable) -r tools/requirements-bench.txt && \
+	  python benchmark/bench_lio.py --seconds $${LIO_SECONDS:-92}
 
 soak: build
 	@$(ENV) && source install/setup.bash && python benchmark/soak.py --seconds $${SOAK_SECONDS:-600}

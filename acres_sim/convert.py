@@ -44,6 +44,7 @@ from acres_sim.protocol import (
     Ins,
     LidarFrame,
     ProtocolError,
+    column_firing_offsets,
 )
 
 _NS_PER_S = 1_000_000_000
@@ -190,12 +191,6 @@ def _point_fields(with_ring_and_time: bool = False) -> list[PointField]:
         fields += [PointField(name="ring", offset=16, datatype=PointField.UINT16, count=1),
                    PointField(name="time", offset=20, datatype=PointField.FLOAT32, count=1)]
     return fields
-
-
-def column_firing_offsets(columns: int, hz: float) -> np.ndarray:
-    """Firing time of every column relative to the end of the sweep, s (float64): column c of C fires
-    at end - (C - 1 - c) / (C * hz), so the last column fires at the frame's stamp."""
-    return -(columns - 1 - np.arange(columns, dtype=np.float64)) / (columns * hz)
 
 
 def _finite(*values: float) -> bool:

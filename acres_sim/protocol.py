@@ -536,6 +536,13 @@ def decode_payload(frame_type: int, payload: Buffer) -> Payload:
     return decoder(payload)
 
 
+def column_firing_offsets(columns: int, hz: float) -> np.ndarray:
+    """Firing time of every column relative to the end of the sweep (the frame's stamp), s: column c
+    of C fires at end - (C - 1 - c) / (C * hz), the last one at the stamp (protocol page: the points
+    are in the sensor frame at the firing time of their column)."""
+    return -(columns - 1 - np.arange(columns, dtype=np.float64)) / (columns * hz)
+
+
 def encode_lidar(points: np.ndarray) -> bytes:
     """(columns, rings, 4) float32 points -> LiDAR payload."""
     points = np.asarray(points)

@@ -21,7 +21,7 @@ from acres_sim.fake_game import world
 from acres_sim.fake_game.georef import Georeference
 from acres_sim.fake_game.simulation import AgentSimulator
 from acres_sim.fake_game.vehicles import VEHICLES, lidar_elevations_deg, vehicle_hello
-from acres_sim.protocol import INS_GEO_FIELDS, Ins
+from acres_sim.protocol import INS_GEO_FIELDS, Ins, column_firing_offsets
 
 PAGE_POLARIS_HELLO = json.loads(POLARIS_HELLO_JSON)
 
@@ -163,6 +163,19 @@ def test_loop_heading_follows_the_path(s):
 # LiDAR
 
 
+def sweep_to_world(sim: AgentSimulator, t_end: float, cloud: np.ndarray) -> np.ndarray:
+    """The valid returns of a motion-true sweep in the world: each column with the exact LiDAR pose
+    of its own firing time (the formula of the protocol page, evaluated column by column)."""
+    lidar = sim.hello.lidar
+    out = []
+    for c, t in enumerate(t_end + column_firing_offsets(lidar.columns, lidar.hz)):
+        pts = cloud[c, :, :3].astype(np.float64)
+        pts = pts[np.isfinite(pts[:, 0])]
+        pose = sim.lidar_pose(float(t))
+        out.append(pts @ pose.rotation.T + pose.position)
+    return np.concatenate(out)
+
+
 @pytest.mark.parametrize("vehicle", VEHICLES)
 @pytest.mark.parametrize("t", [0.1, 14.2, 41.7])
 def test_lidar_ground_returns_land_on_the_ground(vehicle, t):
@@ -170,10 +183,7 @@ def test_lidar_ground_returns_land_on_the_ground(vehicle, t):
     sim = AgentSimulator(hello, seed=7, noise=True)
     cloud = sim.lidar_points(t)
     assert cloud.shape == (hello.lidar.columns, hello.lidar.rings, 4) and cloud.dtype == np.float32
-    pts = cloud[..., :3].reshape(-1, 3).astype(np.float64)
-    valid = np.isfinite(pts[:, 0])
-    r, p = sensor_to_world(sim, t, hello.lidar.position_flu_m, hello.lidar.rpy_deg)
-    in_world = pts[valid] @ r.T + p
+    in_world = sweep_to_world(sim, t, cloud)
     ground = on_ground_only(sim.scene, in_world[:, :2])
     assert ground.sum() > (5000 if vehicle == "polaris" else 200)
     assert np.abs(in_world[ground, 2]).max() < 0.05
@@ -205,11 +215,7 @@ def distance_to_surfaces(scene: world.Scene, p: np.ndarray) -> np.ndarray:
 def test_every_lidar_return_lies_on_a_surface(t):
     hello = vehicle_hello("polaris")
     sim = AgentSimulator(hello, noise=False)
-    cloud = sim.lidar_points(t)
-    pts = cloud[..., :3].reshape(-1, 3).astype(np.float64)
-    pts = pts[np.isfinite(pts[:, 0])]
-    r, p = sensor_to_world(sim, t, hello.lidar.position_flu_m, hello.lidar.rpy_deg)
-    in_world = pts @ r.T + p
+    in_world = sweep_to_world(sim, t, sim.lidar_points(t))
     assert distance_to_surfaces(sim.scene, in_world).max() < 0.01
     on_objects = np.abs(in_world[:, 2]) > 0.05
     assert on_objects.sum() > 50  # the check covered trees, posts and the shed, not only the ground

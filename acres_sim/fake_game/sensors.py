@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,7 @@ from .world import (
     COLOUR_TABLE,
     INTENSITY_TABLE,
     MAT,
+    Motion,
     RayBundle,
     Scene,
     block_groups,
@@ -98,9 +100,33 @@ class LidarModel:
         self.bundle = RayBundle.build(dirs.reshape(-1, 3), groups)
 
     def render(self, scene: Scene, sensor: Pose, rng: np.random.Generator | None) -> np.ndarray:
-        """(columns, rings, 4) float32: x, y, z in the sensor frame and intensity."""
+        """(columns, rings, 4) float32 from a sensor that stands still: x, y, z in the sensor frame
+        and intensity."""
+        hits = cast(scene, self.bundle, sensor.position, sensor.rotation, self.config.range_m)
+        return self._points(hits, rng)
+
+    def render_sweep(self, scene: Scene, times: np.ndarray, pose_at: Callable[[float], Pose],
+                     rng: np.random.Generator | None, knots: int = 9) -> np.ndarray:
+        """(columns, rings, 4) float32 of a moving sensor: column c is fired from pose_at(times[c])
+        and its points are in the sensor frame of that instant, as a spinning LiDAR's are.
+
+        The pose is evaluated at `knots` instants of the sweep and interpolated in between
+        (position linearly, rotation along the geodesic): sub-millimetre for a vehicle's motion."""
         cfg = self.config
-        hits = cast(scene, self.bundle, sensor.position, sensor.rotation, cfg.range_m)
+        times = np.asarray(times, np.float64)
+        positions, rotations = _sweep_poses(times, pose_at, knots)
+        mid = len(times) // 2
+        dirs = np.einsum("cij,crj->icr", rotations, self.dirs).reshape(3, -1)
+        origins = np.repeat(positions.T, cfg.rings, axis=1)
+        relative = np.einsum("cji,jk->cik", rotations, rotations[mid])  # R_c^T R_mid
+        cos_turn = np.clip((np.trace(relative, axis1=1, axis2=2) - 1.0) / 2.0, -1.0, 1.0)
+        slack_m = float(np.linalg.norm(positions - positions[mid], axis=1).max())
+        motion = Motion(origins, dirs, slack_m=slack_m, slack_rad=float(np.arccos(cos_turn).max()) + 1e-9)
+        hits = cast(scene, self.bundle, positions[mid], rotations[mid], cfg.range_m, motion=motion)
+        return self._points(hits, rng)
+
+    def _points(self, hits, rng: np.random.Generator | None) -> np.ndarray:
+        cfg = self.config
         dist = hits.distance.reshape(cfg.columns, cfg.rings)
         valid = np.isfinite(dist)
         if rng is not None and self.range_noise_m > 0.0:
@@ -109,6 +135,46 @@ class LidarModel:
         out[..., :3] = self.dirs * np.where(valid, dist, np.nan)[..., None]
         out[..., 3] = np.where(valid, INTENSITY_TABLE[hits.material.reshape(dist.shape)], np.float32(0.0))
         return out
+
+
+def _rotation_vectors(rotations: np.ndarray) -> np.ndarray:
+    """(K, 3, 3) rotations (angles below pi) -> (K, 3) rotation vectors (log map)."""
+    cos = np.clip((np.trace(rotations, axis1=1, axis2=2) - 1.0) / 2.0, -1.0, 1.0)
+    angle = np.arccos(cos)
+    axis = np.stack([rotations[:, 2, 1] - rotations[:, 1, 2], rotations[:, 0, 2] - rotations[:, 2, 0],
+                     rotations[:, 1, 0] - rotations[:, 0, 1]], axis=1)
+    sin = np.sin(angle)
+    scale = np.where(sin > 1e-12, angle / np.where(sin > 1e-12, 2.0 * sin, 1.0), 0.5)
+    return axis * scale[:, None]
+
+
+def _rotation_matrices(vectors: np.ndarray) -> np.ndarray:
+    """(K, 3) rotation vectors -> (K, 3, 3) rotations (Rodrigues)."""
+    angle = np.linalg.norm(vectors, axis=1)
+    k = vectors / np.where(angle > 1e-15, angle, 1.0)[:, None]
+    kx = np.zeros((len(vectors), 3, 3))
+    kx[:, 0, 1], kx[:, 0, 2], kx[:, 1, 2] = -k[:, 2], k[:, 1], -k[:, 0]
+    kx[:, 1, 0], kx[:, 2, 0], kx[:, 2, 1] = k[:, 2], -k[:, 1], k[:, 0]
+    s, c = np.sin(angle)[:, None, None], (1.0 - np.cos(angle))[:, None, None]
+    return np.eye(3) + s * kx + c * (kx @ kx)
+
+
+def _sweep_poses(times: np.ndarray, pose_at: Callable[[float], Pose], knots: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (C, 3) and rotations (C, 3, 3) at `times`, interpolated between `knots` poses."""
+    knot_t = np.linspace(times[0], times[-1], max(2, knots))
+    poses = [pose_at(float(t)) for t in knot_t]
+    knot_p = np.array([p.position for p in poses])
+    knot_r = np.array([p.rotation for p in poses])
+    span = knot_t[-1] - knot_t[0]
+    if span <= 0.0:
+        return np.repeat(knot_p[:1], len(times), 0), np.repeat(knot_r[:1], len(times), 0)
+    j = np.clip(np.searchsorted(knot_t, times, side="right") - 1, 0, len(knot_t) - 2)
+    a = (times - knot_t[j]) / (knot_t[j + 1] - knot_t[j])
+    positions = knot_p[j] + a[:, None] * (knot_p[j + 1] - knot_p[j])
+    steps = _rotation_vectors(np.einsum("kji,kjl->kil", knot_r[:-1], knot_r[1:]))  # R_k^T R_k+1
+    rotations = knot_r[j] @ _rotation_matrices(steps[j] * a[:, None])
+    return positions, rotations
 
 
 # ---------------------------------------------------------------------------------------------

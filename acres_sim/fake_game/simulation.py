@@ -17,7 +17,7 @@ import zlib
 
 import numpy as np
 
-from acres_sim.protocol import Hello
+from acres_sim.protocol import Hello, column_firing_offsets
 
 from .georef import Georeference
 from .sensors import CameraModel, InsModel, Kinematics, LidarModel, Pose
@@ -103,15 +103,22 @@ class AgentSimulator:
         return self._ins.epoch(float(t), self.kinematics(t))
 
     def lidar_points(self, t_end: float) -> np.ndarray:
-        """(columns, rings, 4) float32 in the sensor frame: the sweep that ends at t_end.
+        """(columns, rings, 4) float32: the sweep that ends at t_end (the frame's stamp).
 
-        The whole sweep is cast from the mount pose at t_end, the stamp of the frame."""
+        Motion-true, as the protocol page describes the real sensor: each column is cast from the
+        mount pose at its own firing time and its points are in the sensor frame of that instant,
+        so a moving, turning vehicle produces a skewed sweep (deskew with the per-point time)."""
         if self._lidar is None:
             raise ValueError(f"agent {self.hello.agent} has no LiDAR in its Hello")
         lidar = self.hello.lidar
-        sensor = self.body_pose(t_end).compose(lidar.position_flu_m, lidar.rpy_deg)
+        times = t_end + column_firing_offsets(lidar.columns, lidar.hz)
         rng = self._rng(_LIDAR_STREAM, self._stamp_key(t_end)) if self.noise else None
-        return self._lidar.render(self.scene, sensor, rng)
+        return self._lidar.render_sweep(self.scene, times, self.lidar_pose, rng)
+
+    def lidar_pose(self, t: float) -> Pose:
+        """The LiDAR's pose in the world at world time t (its mount on the moving body)."""
+        lidar = self.hello.lidar
+        return self.body_pose(t).compose(lidar.position_flu_m, lidar.rpy_deg)
 
     def _camera_model(self) -> CameraModel:
         with self._camera_lock:

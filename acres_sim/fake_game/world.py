@@ -336,9 +336,24 @@ class Hits:
     dirs_world: np.ndarray
 
 
+@dataclass(frozen=True)
+class Motion:
+    """A sweep cast from a moving sensor: every ray has its own origin and world direction.
+
+    `origin` and `rotation` of cast() are then a reference pose for culling; slack_m bounds how far
+    any ray origin is from it and slack_rad how far any ray is turned from where the reference
+    rotation would point it."""
+
+    origins: np.ndarray  # (3, N) world, m
+    dirs: np.ndarray  # (3, N) world unit directions
+    slack_m: float
+    slack_rad: float
+
+
 def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarray,
-         max_range: float, sun: np.ndarray | None = None) -> Hits:
-    """Cast every ray of `bundle` from `origin` (world, m) with sensor->world `rotation`.
+         max_range: float, sun: np.ndarray | None = None, motion: Motion | None = None) -> Hits:
+    """Cast every ray of `bundle` from `origin` (world, m) with sensor->world `rotation`, or, with
+    `motion`, from per-ray origins along per-ray directions.
 
     Hits beyond max_range count as no hit. Works in the dtype of bundle.dirs (float64 for the
     LiDAR, float32 for the camera).
@@ -346,7 +361,14 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
     dtype = bundle.dirs.dtype
     o = np.asarray(origin, np.float64)
     rot = np.asarray(rotation, np.float64)
-    d = rot.astype(dtype) @ bundle.dirs  # (3, N)
+    if motion is None:
+        d = rot.astype(dtype) @ bundle.dirs  # (3, N)
+        ray_o: np.ndarray | None = None
+        slack_m = slack_rad = 0.0
+    else:
+        d = motion.dirs.astype(dtype, copy=False)
+        ray_o = motion.origins
+        slack_m, slack_rad = motion.slack_m, motion.slack_rad
     n = d.shape[1]
     dist = np.full(n, np.inf, dtype)
     mat = np.zeros(n, np.uint8)
@@ -357,19 +379,20 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
         lit = np.zeros(n, np.float32)
 
     # ground plane z = 0, seen from above only
-    if o[2] > 0.0:
+    oz = o[2] if ray_o is None else ray_o[2]
+    if np.any(oz > 0.0):
         dz = d[2]
-        down = dz < -1e-9
-        np.divide(dtype.type(-o[2]), dz, out=dist, where=down)
+        down = (dz < -1e-9) & (oz > 0.0)
+        np.divide(-oz if ray_o is not None else dtype.type(-o[2]), dz, out=dist, where=down)
         hit = dist <= max_range
         dist[~hit] = np.inf
         # evaluate the texture everywhere (no compress/scatter); rays off the ground look at the
         # sensor's own footprint and are masked out
         tg = np.where(hit, dist, dtype.type(0.0))
         gx = tg * d[0]
-        gx += dtype.type(o[0])
+        gx += dtype.type(o[0]) if ray_o is None else ray_o[0]
         gy = tg * d[1]
-        gy += dtype.type(o[1])
+        gy += dtype.type(o[1]) if ray_o is None else ray_o[1]
         mat = np.where(hit, scene.ground_material(gx, gy), np.uint8(0))
         if lit is not None:
             lit[hit] = max(0.0, float(sun_w[2]))
@@ -377,6 +400,7 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
     axes_world = bundle.axes @ rot.T
     for prim in scene.primitives:
         centre, radius = bounding_sphere(prim)
+        radius += slack_m  # a moving sensor: every origin is within slack_m of o
         oc = centre - o
         span = float(np.linalg.norm(oc))
         if span - radius > max_range:
@@ -386,12 +410,12 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
         else:
             half = math.asin(radius / span)
             ang = np.arccos(np.clip(axes_world @ (oc / span), -1.0, 1.0))
-            groups = np.flatnonzero(ang <= half + bundle.radii)
+            groups = np.flatnonzero(ang <= half + bundle.radii + slack_rad)
             if not len(groups):
                 continue
         # an index repeated by an edge group is computed twice with the same result: harmless
         idx = bundle.groups[groups].ravel()
-        t, normal = _intersect(prim, o, d[:, idx])
+        t, normal = _intersect(prim, o if ray_o is None else ray_o[:, idx], d[:, idx])
         better = t < np.minimum(dist[idx], max_range)
         if not better.any():
             continue
@@ -410,9 +434,10 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
 def _intersect(prim: Primitive, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Nearest positive hit distance per ray (inf: none) and the world normal there, (3, M).
 
-    The origin is used as Python floats so that float32 rays stay float32 (NumPy 2 promotion)."""
+    `o` is one origin (3,) or one per ray (3, M). A single origin is used as Python floats so that
+    float32 rays stay float32 (NumPy 2 promotion)."""
     dtype = d.dtype
-    px, py, pz = (float(v) for v in o)
+    px, py, pz = (float(v) for v in o) if o.ndim == 1 else (o[0], o[1], o[2])
     dx, dy, dz = d[0], d[1], d[2]
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         if isinstance(prim, Cylinder):
@@ -427,11 +452,12 @@ def _intersect(prim: Primitive, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarra
                        & (z >= prim.z0) & (z <= prim.z0 + prim.height))
             t = np.where(side_ok, t_side, np.inf)
             top = prim.z0 + prim.height
-            if pz > top:  # the top cap is only visible from above
+            above = pz > top
+            if np.any(above):  # the top cap is only visible from above
                 t_cap = (top - pz) / dz
                 cx = ox + t_cap * dx
                 cy = oy + t_cap * dy
-                use_cap = (dz < 0.0) & (cx * cx + cy * cy <= prim.radius * prim.radius) & (t_cap < t)
+                use_cap = above & (dz < 0.0) & (cx * cx + cy * cy <= prim.radius * prim.radius) & (t_cap < t)
                 t = np.where(use_cap, t_cap, t)
             else:
                 use_cap = np.zeros(len(t), bool)
