@@ -116,7 +116,7 @@ class LidarModel:
         times = np.asarray(times, np.float64)
         positions, rotations = _sweep_poses(times, pose_at, knots)
         mid = len(times) // 2
-        dirs = np.einsum("cij,crj->icr", rotations, self.dirs).reshape(3, -1)
+        dirs = np.matmul(rotations, self.dirs.transpose(0, 2, 1)).transpose(1, 0, 2).reshape(3, -1)
         origins = np.repeat(positions.T, cfg.rings, axis=1)
         relative = np.einsum("cji,jk->cik", rotations, rotations[mid])  # R_c^T R_mid
         cos_turn = np.clip((np.trace(relative, axis1=1, axis2=2) - 1.0) / 2.0, -1.0, 1.0)
