@@ -204,7 +204,8 @@ class LogLimiter:
     """One log line per kind of fault per period: the first at once, repeats counted into the next.
 
     A stream that repeats one fault at 100 Hz must not flood the log, yet every new kind of fault
-    is reported the moment it happens. Keys are (fault, frame type) pairs, so their number is bounded.
+    is reported the moment it happens. At most max_keys kinds are remembered (then it starts over),
+    so memory stays bounded whatever the peer sends.
     """
 
     def __init__(self, period_s: float = 5.0, clock: Callable[[], float] = time.monotonic):
@@ -367,21 +368,13 @@ class StreamClient:
                 self._log.warning("sensor stream %s disconnected: %s; connecting again", where, reason)
             self._set_state(StreamState.DISCONNECTED, reason)
 
-    def _bad_frame(self, where: str, frame_type: int, fault: str, message: str) -> None:
+    def _bad_frame(self, where: str, frame_type: int, fault: object, message: str) -> None:
+        """Count a bad frame; log it unless the same fault of this type was logged just now."""
         self.stats.bad_frame(frame_type)
         silenced = self._faults.allow((fault, frame_type))
         if silenced is not None:
             more = f" ({silenced} more like it in the last {self._faults.period_s:.0f} s)" if silenced else ""
             self._log.error("sensor stream %s: %s%s", where, message, more)
-
-    def _bad_payload(self, where: str, header: FrameHeader, exc: ProtocolError) -> None:
-        # Each kind of defect gets its line: the key is the reason with its numbers taken out.
-        self.stats.bad_frame(header.type)
-        silenced = self._faults.allow(("payload", header.type, _DIGITS.sub("#", str(exc))))
-        if silenced is not None:
-            more = f" ({silenced} more like it in the last {self._faults.period_s:.0f} s)" if silenced else ""
-            self._log.error("sensor stream %s: bad %s payload (sequence %d), not published: %s%s", where,
-                            type_name(header.type), header.sequence, exc, more)
 
     def _dispatch(self, raw: RawFrame, where: str) -> None:
         header = raw.header
@@ -393,7 +386,10 @@ class StreamClient:
                 # Without its layout nothing on this connection can be published; the game sends
                 # a Hello only when a client connects, so connect again (counted there).
                 raise StreamDesync(f"Hello refused: {exc}") from None
-            self._bad_payload(where, header, exc)
+            # Each kind of defect gets its line: the reason with its numbers taken out is the key.
+            self._bad_frame(where, header.type, ("payload", _DIGITS.sub("#", str(exc))),
+                            f"bad {type_name(header.type)} payload (sequence {header.sequence}), not "
+                            f"published: {exc}")
             return
         if header.type == FrameType.HELLO:
             self._hello_ok = True

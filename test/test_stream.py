@@ -26,6 +26,8 @@ from acres_sim.stream import (
     FrameReader,
     FrameSkipped,
     HandoffQueue,
+    LatestSlot,
+    LogLimiter,
     NotLoopbackError,
     StreamClient,
     StreamDesync,
@@ -406,3 +408,25 @@ def test_queue_get_waits_and_close_releases():
 
 def test_protocol_error_is_the_base_of_stream_errors():
     assert issubclass(StreamDesync, ProtocolError) and issubclass(FrameSkipped, ProtocolError)
+
+
+def test_log_limiter_reports_each_fault_once_per_period_and_counts_the_repeats():
+    now = [0.0]
+    limiter = LogLimiter(5.0, clock=lambda: now[0])
+    assert limiter.allow("stamp") == 0  # the first one at once
+    assert limiter.allow("stamp") is None and limiter.allow("stamp") is None
+    assert limiter.allow("size") == 0  # another kind is not held back
+    now[0] = 5.5
+    assert limiter.allow("stamp") == 2  # the next line says how many were silenced
+    for i in range(10 * limiter.max_keys):  # a peer that invents a new fault every frame
+        limiter.allow(("payload", i))
+    assert len(limiter._last) <= limiter.max_keys and len(limiter._suppressed) <= limiter.max_keys
+
+
+def test_latest_slot_keeps_only_the_newest_item():
+    slot = LatestSlot()
+    assert slot.get(timeout_s=0.01) is None
+    assert slot.put(1) is False
+    assert slot.put(2) is True  # 1 was never taken: replaced
+    assert slot.get(timeout_s=0.01) == 2
+    assert slot.get(timeout_s=0.01) is None
