@@ -12,6 +12,7 @@ import struct
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from _fake_game_support import TIMEOUT_S, Client, FakeGame
 
@@ -148,3 +149,20 @@ def test_sigint_exits_within_half_a_second(games, client):
     code, err = game.stop()
     assert code == 0 and "Traceback" not in err, err
     assert elapsed < 0.5, f"took {elapsed:.2f} s"
+
+
+def test_the_world_does_not_stall_at_the_first_client(games):
+    """The sensor models are built before the port opens: the first client gets the clock at 120 Hz
+    from the first moment (built lazily, the camera's ray table froze the world for about 1.5 s)."""
+    game = _start(games, "--port", "0", "--vehicle", "polaris")
+    client = Client(game.stream_port("polaris"))
+    arrivals = []
+    start = time.monotonic()
+    while time.monotonic() - start < 2.0:
+        header, _ = client.read()
+        if header.frame_type == FrameType.CLOCK:
+            arrivals.append(time.monotonic())
+    client.close()
+    gaps = np.diff(arrivals)
+    assert gaps.max() < 0.5, f"the clock stood still for {gaps.max():.2f} s after the first connection"
+    assert len(arrivals) > 0.8 * 120 * 2.0

@@ -242,6 +242,7 @@ class Session:
             # seeding, so every agent gets the user's seed; they start at different places.
             simulator = AgentSimulator(hello, seed=cfg.seed, noise=cfg.noise,
                                        start_offset_m=AGENT_SPACING_M * index)
+            simulator.prepare()  # the camera's ray table takes over a second: not at the first client
             server = StreamServer(spec.agent, spec.port, hello, flavor=cfg.flavor,
                                   max_queued_bytes=cfg.max_queued_bytes,
                                   stats_period_s=cfg.stats_period_s, log=self._log,

@@ -120,6 +120,13 @@ class AgentSimulator:
         lidar = self.hello.lidar
         return self.body_pose(t).compose(lidar.position_flu_m, lidar.rpy_deg)
 
+    def prepare(self) -> None:
+        """Build the sensor models now. The camera's ray table (the lens model inverted for every
+        pixel) takes over a second; built lazily, the world would stall at the first client while
+        it waits for that first image."""
+        if self.hello.camera.enabled:
+            self._camera_model()
+
     def _camera_model(self) -> CameraModel:
         with self._camera_lock:
             if self._camera is None:
