@@ -215,8 +215,8 @@ class FrameConverter:
         self.transforms = mount_transforms(hello)  # raises on a Hello with a broken frame tree
 
         lidar = hello.lidar
-        self._sweep_s = 1.0 / lidar.hz if lidar.enabled else 0.0
-        self._stamp_shift = self._sweep_s if settings.lidar_stamp == "start" else 0.0
+        # header stamp = end of the sweep - this (start: one sweep earlier)
+        self._stamp_shift = 1.0 / lidar.hz if lidar.enabled and settings.lidar_stamp == "start" else 0.0
         self._xyzirt: np.ndarray | None = None
         if lidar.enabled and settings.lidar_fields == "xyzirt":
             # One buffer per layout: ring and time are the same in every sweep, only xyzi changes.
@@ -270,9 +270,10 @@ class FrameConverter:
         if (frame.columns, frame.rings) != (lidar.columns, lidar.rings):
             raise ProtocolError(f"LiDAR frame (sequence {header.sequence}) of {frame.columns} x "
                                 f"{frame.rings} points, but the Hello says {lidar.columns} x {lidar.rings}")
-        stamp = header.stamp - self._stamp_shift
+        shift = self._stamp_shift
+        stamp = header.stamp - shift
         if stamp < 0.0:  # a sweep that started before t = 0: the header cannot go below 0
-            stamp = 0.0
+            stamp, shift = 0.0, header.stamp
         sec, nanosec = stamp_to_sec_nanosec(stamp)
         msg = PointCloud2(**_STORE_AS_IS)
         msg.header = _header(sec, nanosec, self.lidar_frame)
@@ -284,8 +285,7 @@ class FrameConverter:
             msg.point_step = POINT_STEP
             msg.data = _bytes_array(frame.point_bytes)
         else:
-            shift = header.stamp - stamp  # the end of the sweep minus the header stamp
-            if shift != self._times_shift:
+            if shift != self._times_shift:  # only a clamped stamp changes the times
                 self._fill_times(shift)
             self._xyzirt["xyzi"] = frame.points.reshape(-1, 4)  # one vectorised copy
             msg.fields = _point_fields(with_ring_and_time=True)

@@ -8,33 +8,23 @@ world -> base_footprint from /tf), PointCloud2 bytes -> numpy, and the matplotli
 from __future__ import annotations
 
 import bisect
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from acres_sim.geometry import quaternion_to_matrix
+
 # sensor_msgs/PointField datatypes -> numpy
 BEV_HALF_SPAN_M = 75.0  # the bird's-eye view shows this far around the middle of the drive
 _POINT_FIELD_DTYPES = {1: "i1", 2: "u1", 3: "<i2", 4: "<u2", 5: "<i4", 6: "<u4", 7: "<f4", 8: "<f8"}
 
 
-def quaternion_matrix(x: float, y: float, z: float, w: float) -> np.ndarray:
-    """3x3 rotation of a unit quaternion (x, y, z, w)."""
-    n = math.sqrt(x * x + y * y + z * z + w * w) or 1.0
-    x, y, z, w = x / n, y / n, z / n, w / n
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
-
-
 def transform_matrix(translation: Sequence[float], quaternion: Sequence[float]) -> np.ndarray:
     """4x4 homogeneous transform child -> parent."""
     out = np.eye(4)
-    out[:3, :3] = quaternion_matrix(*quaternion)
+    out[:3, :3] = quaternion_to_matrix(quaternion)
     out[:3, 3] = translation
     return out
 

@@ -106,22 +106,24 @@ class LidarModel:
         return self._points(hits, rng)
 
     def render_sweep(self, scene: Scene, times: np.ndarray, pose_at: Callable[[float], Pose],
-                     rng: np.random.Generator | None, knots: int = 9) -> np.ndarray:
+                     rng: np.random.Generator | None, knots: int = 19) -> np.ndarray:
         """(columns, rings, 4) float32 of a moving sensor: column c is fired from pose_at(times[c])
         and its points are in the sensor frame of that instant, as a spinning LiDAR's are.
 
         The pose is evaluated at `knots` instants of the sweep and interpolated in between
-        (position linearly, rotation along the geodesic): sub-millimetre for a vehicle's motion."""
+        (position linearly, rotation along the geodesic). Against exact per-column poses over a
+        lap of the fake world: within 0.2 mm and 77 urad (12 mm at 160 m), the worst where a sweep
+        enters or leaves a corner; 9 knots gave 711 urad."""
         cfg = self.config
         times = np.asarray(times, np.float64)
         positions, rotations = _sweep_poses(times, pose_at, knots)
         mid = len(times) // 2
         dirs = np.matmul(rotations, self.dirs.transpose(0, 2, 1)).transpose(1, 0, 2).reshape(3, -1)
         origins = np.repeat(positions.T, cfg.rings, axis=1)
-        relative = np.einsum("cji,jk->cik", rotations, rotations[mid])  # R_c^T R_mid
-        cos_turn = np.clip((np.trace(relative, axis1=1, axis2=2) - 1.0) / 2.0, -1.0, 1.0)
+        turn = _rotation_vectors(np.einsum("cji,jk->cik", rotations, rotations[mid]))  # R_c^T R_mid
         slack_m = float(np.linalg.norm(positions - positions[mid], axis=1).max())
-        motion = Motion(origins, dirs, slack_m=slack_m, slack_rad=float(np.arccos(cos_turn).max()) + 1e-9)
+        slack_rad = float(np.linalg.norm(turn, axis=1).max()) + 1e-9
+        motion = Motion(origins, dirs, slack_m=slack_m, slack_rad=slack_rad)
         hits = cast(scene, self.bundle, positions[mid], rotations[mid], cfg.range_m, motion=motion)
         return self._points(hits, rng)
 

@@ -379,20 +379,21 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
         lit = np.zeros(n, np.float32)
 
     # ground plane z = 0, seen from above only
-    oz = o[2] if ray_o is None else ray_o[2]
+    # one origin as scalars of the rays' dtype (float32 rays stay float32), or one per ray
+    ox, oy, oz = (dtype.type(v) for v in o) if ray_o is None else ray_o
     if np.any(oz > 0.0):
         dz = d[2]
         down = (dz < -1e-9) & (oz > 0.0)
-        np.divide(-oz if ray_o is not None else dtype.type(-o[2]), dz, out=dist, where=down)
+        np.divide(-oz, dz, out=dist, where=down)
         hit = dist <= max_range
         dist[~hit] = np.inf
         # evaluate the texture everywhere (no compress/scatter); rays off the ground look at the
         # sensor's own footprint and are masked out
         tg = np.where(hit, dist, dtype.type(0.0))
         gx = tg * d[0]
-        gx += dtype.type(o[0]) if ray_o is None else ray_o[0]
+        gx += ox
         gy = tg * d[1]
-        gy += dtype.type(o[1]) if ray_o is None else ray_o[1]
+        gy += oy
         mat = np.where(hit, scene.ground_material(gx, gy), np.uint8(0))
         if lit is not None:
             lit[hit] = max(0.0, float(sun_w[2]))
