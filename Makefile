@@ -6,7 +6,7 @@ COLCON_PATHS := --base-paths . --build-base build --install-base install
 # colcon test must never hang CI: the whole suite gets this many seconds.
 TEST_TIMEOUT_S ?= 1500
 
-.PHONY: bootstrap build test lint demo bench bench-lio soak clean
+.PHONY: bootstrap build test lint demo bench bench-detail bench-lio soak clean
 
 bootstrap:
 	@bash tools/bootstrap.sh
@@ -32,7 +32,11 @@ lint: bootstrap
 demo: build
 	@$(ENV) && source install/setup.bash && bash tools/demo.sh
 
+# One run, side by side: the figures of the performance targets (table on stdout, JSON in build/).
 bench: build
+	@$(ENV) && source install/setup.bash && python -m acres_sim.bench --json build/bench.json $(BENCH_ARGS)
+
+bench-detail: build
 	@$(ENV) && source install/setup.bash && for b in benchmark/bench_*.py; do echo "== $$b"; python "$$b" || exit 1; done
 
 bench-lio: build

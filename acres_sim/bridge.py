@@ -38,7 +38,7 @@ from std_msgs.msg import UInt64
 from tf2_msgs.msg import TFMessage
 
 from acres_sim import dds, diagnostics
-from acres_sim.convert import FrameConverter, stamp_to_time
+from acres_sim.convert import FrameConverter, stamp_to_sec_nanosec
 from acres_sim.parameters import PARAMETERS, BridgeConfigError, config_from_values
 from acres_sim.protocol import FrameType, Hello
 from acres_sim.stats import SnapshotHistory, StatsSnapshot, StreamStats, type_name
@@ -108,6 +108,7 @@ class SimBridge(Node):
         self._data_pubs: dict[str, Publisher] = {}
         self._tf_static_pub: Publisher | None = None
         self._clock_pub = self.create_publisher(Clock, "/clock", CLOCK_QOS) if cfg.publish_clock else None
+        self._clock_msg = Clock()
         self._barrier_pub = self.create_publisher(UInt64, "sim/barrier", BARRIER_QOS)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_QOS)
         self._barrier_timeouts = 0
@@ -156,7 +157,9 @@ class SimBridge(Node):
         if frame.type == FrameType.CLOCK:
             # Straight from the reader thread: /clock never waits behind clouds, images or barriers.
             if self._clock_pub is not None:
-                self._clock_pub.publish(Clock(clock=stamp_to_time(frame.header.stamp)))
+                clock = self._clock_msg.clock  # one message, refilled: publish() serialises at once
+                clock.sec, clock.nanosec = stamp_to_sec_nanosec(frame.header.stamp)
+                self._clock_pub.publish(self._clock_msg)
             return
         if not self._queue.put(frame):
             self.stats.drop(frame.type)
@@ -279,7 +282,8 @@ class SimBridge(Node):
         if hello == self._hello:
             self.get_logger().info(f"same Hello from agent {hello.agent}: publishers kept")
             return
-        converter = FrameConverter(hello, self.settings)  # raises on a Hello with a broken frame tree
+        # raises on a Hello with a broken frame tree; INS messages are filled in place per epoch
+        converter = FrameConverter(hello, self.settings, reuse_messages=True)
         plan = topic_plan(hello, self.config)
         for topic in [t for t in self._data_pubs if t not in plan]:
             self.destroy_publisher(self._data_pubs.pop(topic))

@@ -12,7 +12,7 @@ import math
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Mapping, Union
+from typing import Any, Mapping, NamedTuple, Union
 
 import numpy as np
 
@@ -106,8 +106,9 @@ INS_GEO_FIELDS = (
 # Header
 
 
-@dataclass(frozen=True)
-class FrameHeader:
+class FrameHeader(NamedTuple):
+    # A NamedTuple: the reader makes one per frame, several thousand a second, and a tuple is
+    # the cheapest immutable record Python has.
     type: int
     sequence: int
     payload_size: int
@@ -529,10 +530,9 @@ _DECODERS = {
 
 def decode_payload(frame_type: int, payload: Buffer) -> Payload:
     """Decode the payload of any frame type; ProtocolError for unknown types and bad payloads."""
-    try:
-        decoder = _DECODERS[FrameType(frame_type)]
-    except ValueError:
-        raise ProtocolError(f"unknown frame type {frame_type}") from None
+    decoder = _DECODERS.get(frame_type)  # IntEnum keys: an int finds them without an Enum call
+    if decoder is None:
+        raise ProtocolError(f"unknown frame type {frame_type}")
     return decoder(payload)
 
 

@@ -1,10 +1,10 @@
 """Client side of the TSS1 sensor stream (ROS-free).
 
 - require_loopback: the game only listens on 127.0.0.1 and the data must not leave the computer.
-- FrameReader: reads whole frames from a connected socket. The header goes into one reusable
-  32-byte buffer; each payload gets one fresh bytearray of exactly its size (filled in place with
-  recv_into, never grown by concatenation). A fresh buffer per frame because consumers keep
-  zero-copy views into it (decoded clouds and images) after the reader has moved on.
+- FrameReader: reads whole frames from a connected socket, small frames in bulk through one
+  reusable receive buffer; each payload gets one fresh bytearray of exactly its size (never grown
+  by concatenation). A fresh buffer per frame because consumers keep zero-copy views into it
+  (decoded clouds and images) after the reader has moved on.
 - StreamClient: a thread that connects with exponential backoff, reads frames, decodes them and
   hands them on in arrival order; bad input is counted and logged, the stream goes on.
 - HandoffQueue: the bounded queue between the reader thread and the publishing thread. When it
@@ -22,7 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from acres_sim import protocol
 from acres_sim.protocol import HEADER_SIZE, FrameHeader, FrameType, Payload, ProtocolError
@@ -33,9 +33,10 @@ _LOG = logging.getLogger("acres_sim.stream")
 DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
 _DISCARD_CHUNK = 256 * 1024
 _RECV_BUFFER_BYTES = 16 * 1024 * 1024  # the game asks for a 16 MiB send buffer; match it
-_POLL_S = 0.5  # socket timeout: how often a blocked read looks at the stop flag
+_RECEIVE_CHUNK = 256 * 1024  # the reader's reusable receive buffer
 _SEQUENCE_MOD = 1 << 32
 HEAVY_TYPES = frozenset({FrameType.LIDAR, FrameType.CAMERA})
+_KNOWN_TYPES = frozenset(int(t) for t in FrameType)
 _DIGITS = re.compile(r"\d+")
 
 
@@ -74,15 +75,13 @@ class FrameSkipped(ProtocolError):
         self.header = header
 
 
-@dataclass(frozen=True)
-class RawFrame:
+class RawFrame(NamedTuple):  # NamedTuples: one of each per frame, thousands a second
     header: FrameHeader
     payload: bytearray  # owned by this frame; never reused by the reader
     received: float  # time.monotonic() when the last byte arrived
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):
     header: FrameHeader
     payload: bytearray
     data: Payload  # the decoded payload (views into `payload` for clouds, images, INS)
@@ -94,31 +93,66 @@ class Frame:
 
 
 class FrameReader:
-    """Reads frames from one connected socket. Not thread-safe; one reader per connection."""
+    """Reads frames from one connected socket. Not thread-safe; one reader per connection.
+
+    Small frames (clock, INS, barrier) arrive many to a packet: they are read in bulk into one
+    reusable receive buffer and parsed out of it, so a stream of 340 small frames per second costs
+    a few dozen system calls, not 680. A large payload is copied out of that buffer as far as it
+    has arrived and the rest is received straight into the frame's own buffer in one blocking call
+    (MSG_WAITALL). Every system call releases the GIL and has to win it back: fewer calls is what
+    keeps the reader at line rate while the publishing thread runs.
+    """
 
     def __init__(self, sock: socket.socket, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
-                 stop: threading.Event | None = None):
+                 stop: threading.Event | None = None, buffer_bytes: int = _RECEIVE_CHUNK):
         self._sock = sock
         self._max = max_payload_bytes
         self._stop = stop
-        self._header = bytearray(HEADER_SIZE)
-        self._header_view = memoryview(self._header)
-        self._discard: memoryview | None = None
+        self._buffer = bytearray(max(buffer_bytes, HEADER_SIZE))
+        self._view = memoryview(self._buffer)
+        self._start = 0  # the unread bytes are _buffer[_start:_end]
+        self._end = 0
 
-    def _fill(self, view: memoryview, what: str, at_frame_start: bool = False) -> None:
-        got, need = 0, len(view)
-        while got < need:
+    def _recv(self, view: memoryview, flags: int = 0) -> int:
+        """One recv_into; retried on a socket timeout unless stopping. 0 means the peer closed."""
+        while True:
             try:
-                n = self._sock.recv_into(view[got:], need - got)
+                return self._sock.recv_into(view, len(view), flags)
             except TimeoutError:
                 if self._stop is None:
                     raise  # no stop event: the socket's timeout is the caller's to handle
                 if self._stop.is_set():
                     raise ConnectionAbortedError("stopping") from None
-                continue
+
+    def _buffer_at_least(self, count: int, what: str) -> None:
+        """Make sure _buffer[_start:] holds `count` unread bytes (count <= the buffer size)."""
+        while self._end - self._start < count:
+            if self._start and len(self._buffer) - self._start < count:  # move the rest to the front
+                unread = self._end - self._start
+                self._buffer[:unread] = self._view[self._start:self._end]
+                self._start, self._end = 0, unread
+            n = self._recv(self._view[self._end:])
             if n == 0:
-                if got == 0 and at_frame_start:
+                got = self._end - self._start
+                if got == 0 and what == "header":
                     raise ConnectionResetError("the game closed the stream")
+                raise ConnectionResetError(f"the stream closed in the middle of a frame ({what}: "
+                                           f"{got} of {count} bytes)")
+            self._end += n
+
+    def _take(self, out: memoryview, what: str) -> None:
+        """Fill `out` with the next len(out) bytes of the stream."""
+        need = len(out)
+        have = min(need, self._end - self._start)
+        if have:
+            out[:have] = self._view[self._start:self._start + have]
+            self._start += have
+        if self._start == self._end:
+            self._start = self._end = 0
+        got = have
+        while got < need:
+            n = self._recv(out[got:], socket.MSG_WAITALL)
+            if n == 0:
                 raise ConnectionResetError(f"the stream closed in the middle of a frame ({what}: "
                                            f"{got} of {need} bytes)")
             got += n
@@ -126,33 +160,37 @@ class FrameReader:
     def read_frame(self) -> RawFrame:
         """The next frame. ConnectionError when the stream ends, StreamDesync for bad magic or a
         payload above the limit (both leave the stream unusable), FrameSkipped for an unknown type."""
-        self._fill(self._header_view, "header", at_frame_start=True)
-        magic = bytes(self._header[:4])
+        self._buffer_at_least(HEADER_SIZE, "header")
+        at = self._start
+        magic = bytes(self._view[at:at + 4])
         if magic != protocol.MAGIC:
             raise StreamDesync(f"bad magic {magic!r} (expected {protocol.MAGIC!r}): the stream is out "
                                "of step")
-        header = protocol.parse_header(self._header)
+        header = protocol.parse_header(self._view[at:at + HEADER_SIZE])
+        self._start = at + HEADER_SIZE
         size = header.payload_size
         if size > self._max:
             raise StreamDesync(f"{type_name(header.type)} frame (type {header.type}, sequence "
                                f"{header.sequence}) announces {size} payload bytes, above "
                                f"max_payload_bytes {self._max}")
-        try:
-            header.frame_type
-        except ProtocolError as exc:
+        if header.type not in _KNOWN_TYPES:
             self._skip(size)
-            raise FrameSkipped(f"{exc}, {size} payload bytes skipped", header) from None
-        payload = bytearray(size)
-        if size:
-            self._fill(memoryview(payload), f"{type_name(header.type)} payload")
+            raise FrameSkipped(f"unknown frame type {header.type} (sequence {header.sequence}), "
+                               f"{size} payload bytes skipped", header)
+        if size <= len(self._buffer) // 4:  # small: wait for it in the receive buffer
+            self._buffer_at_least(size, f"{type_name(header.type)} payload")
+            payload = bytearray(self._view[self._start:self._start + size])
+            self._start += size
+        else:
+            payload = bytearray(size)
+            self._take(memoryview(payload), f"{type_name(header.type)} payload")
         return RawFrame(header, payload, time.monotonic())
 
     def _skip(self, size: int) -> None:
-        if self._discard is None:
-            self._discard = memoryview(bytearray(_DISCARD_CHUNK))
+        discard = memoryview(bytearray(min(size, _DISCARD_CHUNK)))
         while size > 0:
             chunk = min(size, _DISCARD_CHUNK)
-            self._fill(self._discard[:chunk], "skipped payload")
+            self._take(discard[:chunk], "skipped payload")
             size -= chunk
 
 
@@ -326,7 +364,9 @@ class StreamClient:
             self._set_state(StreamState.STOPPED, "stopped")
 
     def _serve(self, sock: socket.socket, where: str) -> None:
-        sock.settimeout(_POLL_S)
+        # Blocking reads: stop() shuts the socket down, which wakes a blocked recv at once, so
+        # there is no timeout to poll (with one, every recv would first wait in poll()).
+        sock.settimeout(None)
         with self._sock_lock:
             if self._stop.is_set():
                 sock.close()
@@ -378,7 +418,6 @@ class StreamClient:
 
     def _dispatch(self, raw: RawFrame, where: str) -> None:
         header = raw.header
-        what = f"{type_name(header.type)} frame (sequence {header.sequence})"
         try:
             data = protocol.decode_payload(header.type, raw.payload)
         except ProtocolError as exc:
@@ -396,13 +435,13 @@ class StreamClient:
             self._backoff.reset()  # a valid Hello arrived: the connection works
         elif not self._hello_ok:
             self._bad_frame(where, header.type, "before hello",
-                            f"{what} before the first valid Hello of this connection, not published")
+                            f"{_what(header)} before the first valid Hello of this connection, not published")
             return
         else:
             try:
                 protocol.check_stamp(header)
             except ProtocolError as exc:
-                self._bad_frame(where, header.type, "stamp", f"{what} not published: {exc}")
+                self._bad_frame(where, header.type, "stamp", f"{_what(header)} not published: {exc}")
                 return
         self._check_sequence(header)
         self.stats.frame(header.type, HEADER_SIZE + header.payload_size, header.stamp,
@@ -425,6 +464,10 @@ class StreamClient:
         if expected is not None and header.sequence != expected:
             self.stats.sequence_gap()
         self._expected_sequence = (header.sequence + 1) % _SEQUENCE_MOD
+
+
+def _what(header: FrameHeader) -> str:
+    return f"{type_name(header.type)} frame (sequence {header.sequence})"
 
 
 class HandoffQueue:

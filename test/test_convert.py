@@ -739,3 +739,34 @@ def test_xyzi_stays_the_frames_bytes_with_a_start_stamp():
 def test_lidar_settings_are_checked(settings, message):
     with pytest.raises(ValueError, match=message):
         ConvertSettings(**settings)
+
+
+@pytest.mark.parametrize("source", ["ins", "ground_truth", "none"])
+def test_reused_ins_messages_equal_fresh_ones_epoch_after_epoch(source):
+    # The bridge refills one set of INS messages per epoch. Whatever the previous epoch left in
+    # them (a fix, NaN covariances, no UTM pose), each epoch must give what a fresh set gives.
+    settings = dataclasses.replace(VARIANCES, tf_source=source)
+    reused = FrameConverter(POLARIS, settings, reuse_messages=True)
+    rng = np.random.default_rng(7)
+    epochs = []
+    for i, georeferenced in enumerate([True, False, True, True, False, False, True]):
+        v = _ins_values(georeferenced)
+        v[Ins.EnuX: Ins.EnuZ + 1] += rng.normal(size=3)
+        v[Ins.TruthSpeed] = float(i)
+        if i == 3:
+            v[Ins.CovE] = math.nan  # a fix without a covariance
+        epochs.append((_header(FrameType.INS, STAMP + i), v))
+    first = None
+    for header, v in epochs:
+        got = reused.ins(header, v)
+        fresh = FrameConverter(POLARIS, settings).ins(header, v)
+        for name in ("fix", "imu", "odom", "odom_utm", "ground_truth", "tf"):
+            a, b = getattr(got, name), getattr(fresh, name)
+            assert (a is None) == (b is None), name
+            if a is not None:
+                assert _same(a, b), (name, header.stamp)
+        first = first or got
+    assert got.odom is first.odom  # the same objects, refilled
+    # Without reuse_messages every epoch gets its own messages.
+    plain = FrameConverter(POLARIS, settings)
+    assert plain.ins(*epochs[0]).odom is not plain.ins(*epochs[1]).odom

@@ -107,14 +107,19 @@ def test_reader_returns_frames_in_order_with_exact_payloads():
     b.close()
 
 
-@settings(max_examples=25, deadline=None)
-@given(cuts=st.lists(st.integers(1, 3000), min_size=1, max_size=12), seed=st.integers(0, 2**31))
-def test_reader_reassembles_frames_from_any_segmentation(cuts, seed):
+@settings(max_examples=40, deadline=None)
+@given(cuts=st.lists(st.integers(1, 3000), min_size=1, max_size=12), seed=st.integers(0, 2**31),
+       buffer_bytes=st.sampled_from([32, 100, 1000, 256 * 1024]))
+def test_reader_reassembles_frames_from_any_segmentation(cuts, seed, buffer_bytes):
+    # Small frames come out of the reader's receive buffer, large ones partly from it and partly
+    # straight from the socket: every receive-buffer size must give back the same bytes.
     rng = np.random.default_rng(seed)
     frames = [frame(FrameType.HELLO, 0, 0.0, HELLO)]
     frames += [frame(FrameType.INS, i, i / 100, rng.bytes(320)) for i in range(1, 4)]
-    frames.append(frame(FrameType.LIDAR, 4, 0.1, protocol.encode_lidar(
+    frames += [frame(FrameType.CLOCK, i, i / 120, protocol.encode_clock(i / 120)) for i in range(4, 9)]
+    frames.append(frame(FrameType.LIDAR, 9, 0.1, protocol.encode_lidar(
         rng.normal(size=(10, 4, 4)).astype(np.float32))))
+    frames.append(frame(FrameType.BARRIER, 10, 0.1, protocol.encode_barrier(12)))
     data = b"".join(frames)
     chunks, at = [], 0
     for c in cuts:
@@ -123,7 +128,7 @@ def test_reader_reassembles_frames_from_any_segmentation(cuts, seed):
     chunks.append(data[at:])
     a, b = _pair()
     sender = _send_later(b, [c for c in chunks if c])
-    reader = FrameReader(a)
+    reader = FrameReader(a, buffer_bytes=buffer_bytes)
     out = b"".join(raw.header.pack() + bytes(raw.payload) for raw in (reader.read_frame() for _ in frames))
     assert out == data
     sender.join()

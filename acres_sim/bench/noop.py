@@ -1,0 +1,110 @@
+"""The middleware's own cost: `python3 -m acres_sim.bench.noop SPEC OUT [RATE]`.
+
+Publishes the messages the bridge would publish for the benchmark's Polaris stream, built once in
+advance (same topics, QoS, sizes, Fast DDS profile), at the same rates from one thread; per send it
+only sets the stamp. RATE 1 (default) is real time; 0 publishes as fast as it can and prints
+"MBPS <payload MB/s>" every second (the bytes of the frames whose messages went out). On SIGINT
+or SIGTERM it writes OUT: [[frame type, stamp, publish time], ...] with the publish time taken
+just before the first publish of each frame (CLOCK_MONOTONIC).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from acres_sim.protocol import FrameType, decode_payload, encode_frame, parse_header
+
+
+def _stamped(msg: Any) -> Any:
+    """The Time object to overwrite in place before each send."""
+    if hasattr(msg, "clock"):
+        return msg.clock
+    if hasattr(msg, "transforms"):
+        return msg.transforms[0].header.stamp
+    return msg.header.stamp
+
+
+def main(argv: list[str]) -> int:
+    from acres_sim import dds
+
+    dds.apply_profile()  # the bridge's own profile, before rclpy creates the participant
+    import rclpy
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    from acres_sim.bench.messages import message_type
+    from acres_sim.bench.workload import polaris_period
+    from acres_sim.bridge import CLOCK_QOS, TF_QOS
+    from acres_sim.convert import FrameConverter, stamp_to_sec_nanosec
+
+    spec, out = json.loads(argv[0]), argv[1]
+    rate = float(argv[2]) if len(argv) > 2 else 1.0
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    period = polaris_period()
+    conv = FrameConverter(period.hello)
+    rclpy.init(signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    node = rclpy.create_node("bench_noop_publisher")
+    sensor = QoSProfile(depth=5, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+    qos = {"sensor": sensor, "tf": TF_QOS, "clock": CLOCK_QOS}
+    pubs = {topic.lstrip("/"): node.create_publisher(message_type(type_name), topic, qos[kind])
+            for topic, type_name, kind in spec}
+
+    def messages(kind: int, stamp: float, payload: bytes) -> list[tuple[Any, Any]]:
+        header = parse_header(encode_frame(kind, 0, stamp, 0.0, b""))
+        data = decode_payload(kind, bytearray(payload))
+        if kind == FrameType.CLOCK:
+            return [(pubs["clock"], conv.clock(header))]
+        if kind == FrameType.INS:
+            m = conv.ins(header, data)
+            pairs = (("ins/fix", m.fix), ("ins/imu", m.imu), ("ins/odom", m.odom),
+                     ("ins/odom_utm", m.odom_utm), ("ground_truth/odom", m.ground_truth), ("tf", m.tf))
+            return [(pubs[t], msg) for t, msg in pairs]
+        if kind == FrameType.LIDAR:
+            return [(pubs["lidar/points"], conv.pointcloud(header, data))]
+        image, info = conv.image(header, data)
+        return [(pubs["camera/image_raw"], image), (pubs["camera/camera_info"], info)]
+
+    plan = [(kind, offset, 32 + len(payload),
+             [(p, m, _stamped(m)) for p, m in messages(kind, offset, payload)])
+            for kind, offset, payload in period.frames]
+    sent: list[tuple[int, float, float]] = []
+    t0 = time.monotonic() + 0.05
+    loop = 0
+    sent_bytes, report = 0, t0 + 1.0
+    while not stop.is_set():
+        base = loop * period.seconds
+        for kind, offset, size, batch in plan:
+            stamp = base + offset
+            if rate > 0:
+                delay = t0 + stamp / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            elif time.monotonic() >= report:
+                print(f"MBPS {sent_bytes / 1e6:.1f}", flush=True)
+                sent_bytes, report = 0, report + 1.0
+            if stop.is_set():
+                break
+            sec, nanosec = stamp_to_sec_nanosec(stamp)
+            now = time.monotonic()
+            for publisher, msg, when in batch:
+                when.sec, when.nanosec = sec, nanosec
+                publisher.publish(msg)
+            sent_bytes += size
+            if rate > 0:
+                sent.append((int(kind), stamp, now))
+        loop += 1
+    with open(out, "w") as f:
+        json.dump(sent, f)
+    node.destroy_node()
+    rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,81 @@
+"""One user on every topic: `python3 -m acres_sim.bench.subscriber SPEC OUT`.
+
+SPEC is JSON: [[topic, message type name, qos kind], ...] with qos kind "sensor" (reliable, depth 5,
+as the bridge's default), "tf" (reliable, depth 100) or "clock" (best effort, depth 1). Each
+callback keeps only (header stamp in ns, CLOCK_MONOTONIC in ns at the callback). The process
+prints READY once every subscription has a publisher, and on SIGINT or SIGTERM writes OUT:
+{topic: [[stamp_ns, received_ns], ...]} (for /tf: "/tf <child frame>", one per agent). Default
+middleware settings, as a new user has them.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+
+
+def _stamp_of(type_name: str):
+    if type_name == "Clock":
+        return lambda m: m.clock.sec * 1_000_000_000 + m.clock.nanosec
+    if type_name == "TFMessage":
+        return lambda m: (m.transforms[0].header.stamp.sec * 1_000_000_000
+                          + m.transforms[0].header.stamp.nanosec)
+    if type_name == "UInt64":
+        return lambda m: m.data
+    return lambda m: m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+
+
+def main(argv: list[str]) -> int:
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+    from acres_sim.bench.messages import message_type
+
+    spec, out = json.loads(argv[0]), argv[1]
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    rclpy.init(signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+    node = rclpy.create_node(f"bench_subscriber_{__import__('os').getpid()}")
+    qos = {"sensor": QoSProfile(depth=5, history=HistoryPolicy.KEEP_LAST,
+                                reliability=ReliabilityPolicy.RELIABLE),
+           "tf": QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST,
+                            reliability=ReliabilityPolicy.RELIABLE),
+           "clock": QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
+                               reliability=ReliabilityPolicy.BEST_EFFORT)}
+    received: dict[str, list[tuple[int, int]]] = {}
+    subscriptions = []
+    for topic, type_name, kind in spec:
+        got = received.setdefault(topic, []) if type_name != "TFMessage" else []
+        stamp = _stamp_of(type_name)
+        clock = time.monotonic_ns
+
+        if type_name == "TFMessage":  # shared by every agent: one record list per child frame
+            def callback(msg, topic=topic, stamp=stamp, clock=clock) -> None:
+                key = f"{topic} {msg.transforms[0].child_frame_id}"
+                received.setdefault(key, []).append((stamp(msg), clock()))
+        else:
+            def callback(msg, got=got, stamp=stamp, clock=clock) -> None:
+                got.append((stamp(msg), clock()))
+        subscriptions.append(node.create_subscription(message_type(type_name), topic, callback, qos[kind]))
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    ready = False
+    while not stop.is_set():
+        executor.spin_once(timeout_sec=0.05)
+        if not ready and all(s.get_publisher_count() > 0 for s in subscriptions):
+            ready = True
+            print("READY", flush=True)
+    with open(out, "w") as f:
+        json.dump(received, f)
+    node.destroy_node()
+    rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

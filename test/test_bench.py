@@ -1,0 +1,111 @@
+"""The benchmark's own parts: the served stream is valid to the letter, the latency bookkeeping
+counts what it should, and `python3 -m acres_sim.bench` runs and writes its figures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from acres_sim import protocol
+from acres_sim.bench.__main__ import latencies, summary
+from acres_sim.bench.workload import Period, ReplayServer, polaris_period, process_cpu_s
+from acres_sim.convert import stamp_to_sec_nanosec
+from acres_sim.protocol import FrameType
+from acres_sim.stream import FrameReader, connect
+
+
+@pytest.fixture(scope="module")
+def period() -> Period:
+    return polaris_period(renders=1)
+
+
+def test_period_has_the_polaris_rates(period):
+    hello = period.hello
+    assert period.count(FrameType.CLOCK) == 120
+    assert period.count(FrameType.INS) == hello.ins.hz
+    assert period.count(FrameType.LIDAR) == hello.lidar.hz
+    assert period.count(FrameType.CAMERA) == hello.camera.hz
+    assert 22e6 < period.payload_bytes < 24e6  # the 23 MB/s the issue is about
+
+
+@pytest.mark.parametrize("rate", [0.0, 20.0])
+def test_replay_server_serves_a_valid_stream_across_periods(period, rate):
+    server = ReplayServer(period, rate=rate).start()
+    sock = connect("127.0.0.1", server.port)
+    sock.settimeout(10.0)
+    reader = FrameReader(sock)
+    try:
+        first = reader.read_frame()
+        assert first.header.type == FrameType.HELLO
+        assert protocol.parse_hello(first.payload) == period.hello
+        frames = [reader.read_frame() for _ in range(len(period.frames) + 40)]  # into the 2nd period
+    finally:
+        sock.close()
+        server.stop()
+    sequences = [f.header.sequence for f in frames]
+    assert sequences == list(range(1, len(frames) + 1))
+    stamps = [f.header.stamp for f in frames]
+    assert all(b >= a for a, b in zip(stamps, stamps[1:])) and stamps[-1] > period.seconds
+    for f in frames:
+        data = protocol.decode_payload(f.header.type, f.payload)  # every payload decodes
+        if f.header.type == FrameType.CLOCK:
+            assert data == pytest.approx(f.header.stamp % period.seconds or period.seconds, abs=1e-9)
+    if rate:
+        logged = {(k, s) for k, s, _t in server.sent.frames}
+        assert {(f.header.type, f.header.stamp) for f in frames} <= logged
+
+
+def test_latencies_count_every_expected_message_once():
+    ns = 1_000_000_000
+
+    def stamp_ns(t: float) -> int:
+        sec, nanosec = stamp_to_sec_nanosec(t)
+        return sec * ns + nanosec
+    sent = [(FrameType.LIDAR, 0.1, 100.0), (FrameType.LIDAR, 0.2, 100.1), (FrameType.LIDAR, 0.3, 100.2),
+            (FrameType.INS, 0.1, 100.0), (FrameType.LIDAR, 9.0, 200.0)]  # the last: outside the window
+    received = {"/lidar/points": [[stamp_ns(0.1), int(100.004 * ns)], [stamp_ns(0.3), int(100.206 * ns)]],
+                "/ins/imu": [[stamp_ns(0.1), int(100.001 * ns)]], "/ins/fix": []}
+    out = summary([latencies(sent, received, 99.0, 101.0)])
+    assert out["LiDAR"]["messages"] == 3 and out["LiDAR"]["lost"] == 1
+    assert out["LiDAR"]["max_ms"] == pytest.approx(6.0, abs=1e-3)
+    assert out["INS"]["messages"] == 2 and out["INS"]["lost"] == 1  # imu arrived, fix did not
+    assert out["INS"]["p50_ms"] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_process_cpu_counts_all_threads():
+    import os
+    import threading
+    import time
+
+    # A thread that burns 0.3 s of CPU is counted (read while it still runs: /proc forgets a
+    # thread once it has ended, which is why the benchmark only measures long-lived processes).
+    before = process_cpu_s(os.getpid())
+    stop = time.monotonic() + 0.3
+    after = []
+
+    def burn() -> None:
+        while time.monotonic() < stop:
+            pass
+        after.append(process_cpu_s(os.getpid()))
+    worker = threading.Thread(target=burn)
+    worker.start()
+    worker.join()
+    assert after[0] - before >= 0.2
+
+
+def test_bench_runs_and_writes_its_figures(tmp_path):
+    out = tmp_path / "bench.json"
+    run = subprocess.run([sys.executable, "-m", "acres_sim.bench", "--only", "raw,convert",
+                          "--seconds", "0.5", "--json", str(out)], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    figures = json.loads(out.read_text())
+    assert figures["raw"]["mb_per_s"] > 23.0  # faster than the stream's own rate, at the least
+    assert 0 < figures["convert"]["xyzi_ms"] and 0 < figures["convert"]["xyzirt_ms"]
+    assert "raw reader" in run.stdout
+    bad = subprocess.run([sys.executable, "-m", "acres_sim.bench", "--only", "nonsense"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "unknown measurement" in bad.stderr
