@@ -42,7 +42,7 @@ bench-detail: build
 bench-lio: build
 	@$(ENV) && source install/setup.bash && python -m pip install --quiet --disable-pip-version-check \
 	  -c <(python -m pip freeze --exclude-editable) -r tools/requirements-bench.txt && \
-	  python benchmark/bench_lio.py --seconds $${LIO_SECONDS:-92}
+	  python benchmark/bench_lio.py --seconds $${LIO_SECONDS:-100}
 
 soak: build
 	@$(ENV) && source install/setup.bash && python benchmark/soak.py --seconds $${SOAK_SECONDS:-600}

@@ -2,7 +2,7 @@
 lidar_fields:=xyzirt lidar_stamp:=start -> KISS-ICP (its Python API, default settings), once with the
 per-point times (deskewing) and once without, against ground_truth/odom.
 
-    make bench-lio            # or: python benchmark/bench_lio.py [--seconds 92]
+    make bench-lio            # or: python benchmark/bench_lio.py [--seconds 100]
 
 Prints, for both runs, the translation RMSE after aligning the trajectories (Horn), the final drift
 in % of the path length, the mean error over 50 m stretches (a closed lap hides a standing estimate
@@ -126,7 +126,8 @@ def run_kiss(clouds: list, with_times: bool) -> tuple[np.ndarray, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=92.0, help="driving time (92 s: one lap)")
+    parser.add_argument("--seconds", type=float, default=100.0,
+                        help="driving time (100 s: one lap with its stop)")
     args = parser.parse_args()
     try:
         import kiss_icp  # noqa: F401

@@ -313,42 +313,61 @@ def test_lockstep_barrier_arrives_after_all_messages_of_its_step():
         assert s.close() == [0]
 
 
-def test_lidar_ground_points_land_on_the_ground_plane():
+def test_lidar_ground_points_land_on_the_terrain():
     """Cloud points through /tf_static (base_footprint -> lidar) and ground_truth/odom (map ->
-    base_footprint) land on the world's ground plane z = 0 (fake_game --no-noise)."""
-    s = Session(155, ["polaris"], ["--no-noise", "--realtime-factor", "0.5"], ["tf_source:=ground_truth"])
+    base_footprint, interpolated to each point's firing time from the xyzirt `time` field, since a
+    sweep takes 0.1 s on bumpy ground) land on the fake world's rolling ground, z = terrain height
+    at (x, y), within 5 cm (fake_game --no-noise); the ground they land on is not flat."""
+    from acres_sim.fake_game.world import DEFAULT_TERRAIN
+
+    s = Session(155, ["polaris"], ["--no-noise", "--realtime-factor", "0.5"],
+                ["tf_source:=ground_truth", "lidar_fields:=xyzirt"])
     try:
         clouds = s.graph.subscribe(PointCloud2, "/polaris/lidar/points")
         truths = s.graph.subscribe(Odometry, "/polaris/ground_truth/odom")
         statics = s.graph.subscribe(TFMessage, "/tf_static", TF_STATIC_QOS)
         s.graph.wait_matched(["/polaris/lidar/points", "/polaris/ground_truth/odom"], 60)
         s.graph.spin_until(lambda: len(clouds) >= 3 and statics, 60, "clouds")
+        s.graph.spin_until(lambda: len(truths) >= 40, 30, "ground truth after the clouds")
         lidar_tf = next(t.transform for t in statics[0][1].transforms if t.child_frame_id == "lidar")
         rot = lidar_tf.rotation
         r_bl = _quat_matrix(rot.x, rot.y, rot.z, rot.w)
         t_bl = np.array([lidar_tf.translation.x, lidar_tf.translation.y, lidar_tf.translation.z])
-        truth_by_time = [(m.header.stamp.sec + m.header.stamp.nanosec * 1e-9, m) for _, m in truths]
+        odoms = sorted((m.header.stamp.sec + m.header.stamp.nanosec * 1e-9, m) for _, m in truths)
+        times = np.array([t for t, _ in odoms])
+        positions = np.array([[m.pose.pose.position.x, m.pose.pose.position.y, m.pose.pose.position.z]
+                              for _, m in odoms])
+        quats = np.array([[m.pose.pose.orientation.x, m.pose.pose.orientation.y, m.pose.pose.orientation.z,
+                           m.pose.pose.orientation.w] for _, m in odoms])
+        layout = np.dtype({"names": ["xyz", "time"], "formats": [("<f4", (3,)), "<f4"], "offsets": [0, 20],
+                           "itemsize": 24})
         for _, cloud in clouds[1:3]:
             t_cloud = cloud.header.stamp.sec + cloud.header.stamp.nanosec * 1e-9
-            t_truth, truth = min(truth_by_time, key=lambda item: abs(item[0] - t_cloud))
-            assert abs(t_truth - t_cloud) <= 1 / 60
-            pose = truth.pose.pose
-            q = pose.orientation
-            r_wb = _quat_matrix(q.x, q.y, q.z, q.w)
-            t_wb = np.array([pose.position.x, pose.position.y, pose.position.z])
-            pts = np.frombuffer(bytes(cloud.data), "<f4").reshape(cloud.height, cloud.width, 4)
-            near_ground_rings = pts[:, :6, :3].reshape(-1, 3)  # the six lowest beams (-55..-22 deg)
+            cells = np.frombuffer(bytes(cloud.data), layout).reshape(cloud.height, cloud.width)
+            column_times = t_cloud + cells["time"][:, 0].astype(np.float64)
+            assert times[0] <= column_times.min() and column_times.max() <= times[-1]
+            # the truth at each column's firing time: linear in position, normalised linear in
+            # rotation between the two 100 Hz epochs around it (close enough over 10 ms)
+            k = np.clip(np.searchsorted(times, column_times) - 1, 0, len(times) - 2)
+            w = ((column_times - times[k]) / (times[k + 1] - times[k]))[:, None]
+            p_wb = positions[k] * (1 - w) + positions[k + 1] * w
+            q = quats[k] * (1 - w) + quats[k + 1] * w * np.sign((quats[k] * quats[k + 1]).sum(1))[:, None]
+            r_wb = np.array([_quat_matrix(*qi) for qi in q])  # (columns, 3, 3)
+            pts = cells["xyz"].astype(np.float64)  # (columns, rings, 3), NaN without a return
+            in_base = pts @ r_bl.T + t_bl
+            world = np.einsum("cij,crj->cri", r_wb, in_base) + p_wb[:, None, :]
+            near_ground_rings = world[:, :6].reshape(-1, 3)  # the six lowest beams (-55..-22 deg)
             near_ground_rings = near_ground_rings[np.isfinite(near_ground_rings).all(axis=1)]
-            all_pts = pts[..., :3].reshape(-1, 3)
+            all_pts = world.reshape(-1, 3)
             all_pts = all_pts[np.isfinite(all_pts).all(axis=1)]
             for p, what in ((near_ground_rings, "low rings"), (all_pts, "all")):
-                world = (r_wb @ (r_bl @ p.T + t_bl[:, None]) + t_wb[:, None]).T
-                z = world[:, 2]
+                z = p[:, 2] - DEFAULT_TERRAIN.height(p[:, 0], p[:, 1])  # above the ground
                 on_ground = np.abs(z) <= 0.05
                 below = z < -0.05
                 if what == "low rings":
                     share = on_ground.mean()
-                    assert share >= 0.9, f"{what}: only {share:.1%} within 5 cm of z = 0"
+                    assert share >= 0.9, f"{what}: only {share:.1%} within 5 cm of the terrain"
+                    assert np.ptp(p[on_ground, 2]) > 0.05, "the ground under the rings is not flat"
                 else:
                     assert on_ground.mean() >= 0.3, f"{what}: only {on_ground.mean():.1%} on the ground"
                     assert below.mean() <= 0.005, f"{what}: {below.mean():.2%} of points below the ground"

@@ -26,17 +26,21 @@ def rpy_to_matrix(rpy_deg) -> np.ndarray:
     return rz @ ry @ rx
 
 
-def yaw_matrix(q) -> np.ndarray:
+def quaternion_matrix(q) -> np.ndarray:
+    """Rotation of a unit quaternion (x, y, z, w): the vehicle rolls and pitches on the terrain."""
     x, y, z, w = q
-    assert abs(x) < 1e-12 and abs(y) < 1e-12  # the loop is flat
-    return rpy_to_matrix((0.0, 0.0, math.degrees(2 * math.atan2(z, w))))
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
 
 
 def project(sim: AgentSimulator, t: float, point_world: np.ndarray) -> tuple[float, float]:
     """Pixel (u, v) of a world point: truth pose, Hello mount, optical axes, plumb_bob, K."""
     cam = sim.hello.camera
     pos, q = sim.truth_pose(t)
-    r_wb = yaw_matrix(q)
+    r_wb = quaternion_matrix(q)
     r_wc = r_wb @ rpy_to_matrix(cam.rpy_deg)
     p_c = pos + r_wb @ np.array(cam.position_flu_m)
     c = r_wc.T @ (point_world - p_c)  # camera frame, FLU
@@ -83,16 +87,18 @@ def test_post_projects_where_the_camera_model_says(polaris, ahead_left):
     t = 1.5
     probe = AgentSimulator(polaris, noise=False)
     pos, q = probe.truth_pose(t)
-    base = pos + yaw_matrix(q) @ np.array([ahead_left[0], ahead_left[1], 0.0])
-    post = world.Cylinder(float(base[0]), float(base[1]), 0.12, 0.0, 3.0, world.MAT["post"])
-    empty = world.Scene((), probe.route)
-    with_post = world.Scene((post,), probe.route)
+    base = pos + quaternion_matrix(q) @ np.array([ahead_left[0], ahead_left[1], 0.0])
+    terrain = probe.scene.terrain  # on the rolling ground, as the vehicle that looks at it
+    base[2] = float(terrain.height(base[0], base[1]))
+    post = world.Cylinder(float(base[0]), float(base[1]), 0.12, base[2] - 0.3, 3.3, world.MAT["post"])
+    empty = world.Scene((), probe.route, terrain=terrain)
+    with_post = world.Scene((post,), probe.route, terrain=terrain)
     plain = AgentSimulator(polaris, noise=False, scene=empty).camera_image(t)
     image = AgentSimulator(polaris, noise=False, scene=with_post).camera_image(t)
     changed = np.any(plain != image, axis=2)
     assert changed.any()
     for height in (0.6, 1.2):
-        u, v = project(probe, t, np.array([base[0], base[1], height]))
+        u, v = project(probe, t, np.array([base[0], base[1], base[2] + height]))
         assert 0 <= u < 896 and 0 <= v < 512
         row_i, col_i = round(float(v)), round(float(u))
         row = changed[row_i]

@@ -144,7 +144,9 @@ def test_loop_is_closed_and_agents_start_apart():
     p1, _ = AgentSimulator(hello, start_offset_m=0.0).truth_pose(5.0)
     p2, _ = AgentSimulator(hello, start_offset_m=route.length_m / 2).truth_pose(5.0)
     assert np.linalg.norm(p1 - p2) > 20.0
-    assert p1[2] == 0.0 and p2[2] == 0.0
+    terrain = world.DEFAULT_TERRAIN
+    assert p1[2] == pytest.approx(float(terrain.height(p1[0], p1[1])), abs=1e-12)  # on the ground
+    assert p2[2] == pytest.approx(float(terrain.height(p2[0], p2[1])), abs=1e-12)
 
 
 @settings(max_examples=60, deadline=None)
@@ -186,13 +188,16 @@ def test_lidar_ground_returns_land_on_the_ground(vehicle, t):
     in_world = sweep_to_world(sim, t, cloud)
     ground = on_ground_only(sim.scene, in_world[:, :2])
     assert ground.sum() > (5000 if vehicle == "polaris" else 200)
-    assert np.abs(in_world[ground, 2]).max() < 0.05
-    assert (in_world[:, 2] > 0.3).any()  # something stands on the ground: trees, posts, the shed
+    height = sim.scene.terrain.height(in_world[:, 0], in_world[:, 1])  # the rolling ground's own formula
+    assert np.abs(in_world[ground, 2] - height[ground]).max() < 0.05
+    assert np.ptp(in_world[ground, 2]) > 0.3  # the ground is not flat: returns from 0.3 m apart in z
+    assert (in_world[:, 2] - height > 0.3).any()  # something stands on the ground: trees, posts, the shed
 
 
 def distance_to_surfaces(scene: world.Scene, p: np.ndarray) -> np.ndarray:
-    """Distance of each world point from the nearest surface of the scene (ground included)."""
-    best = np.abs(p[:, 2])
+    """Distance of each world point from the nearest surface of the scene (ground included; for the
+    ground the vertical distance, an upper bound of the true one)."""
+    best = np.abs(p[:, 2] - scene.ground_height(p[:, 0], p[:, 1]))
     for prim in scene.primitives:
         if isinstance(prim, world.Cylinder):
             rho = np.hypot(p[:, 0] - prim.x, p[:, 1] - prim.y)
@@ -217,7 +222,7 @@ def test_every_lidar_return_lies_on_a_surface(t):
     sim = AgentSimulator(hello, noise=False)
     in_world = sweep_to_world(sim, t, sim.lidar_points(t))
     assert distance_to_surfaces(sim.scene, in_world).max() < 0.01
-    on_objects = np.abs(in_world[:, 2]) > 0.05
+    on_objects = np.abs(in_world[:, 2] - sim.scene.ground_height(in_world[:, 0], in_world[:, 1])) > 0.05
     assert on_objects.sum() > 50  # the check covered trees, posts and the shed, not only the ground
 
 
@@ -319,15 +324,23 @@ def test_ins_without_noise_is_the_truth():
         assert np.array_equal(v[Ins.TruthEnuX:Ins.TruthEnuZ + 1], pos)
         assert np.array_equal(v[Ins.EnuQx:Ins.EnuQw + 1], q)
         assert np.array_equal(v[Ins.TruthQx:Ins.TruthQw + 1], q)
-        assert v[Ins.TruthSpeed] == sim.route.speed_mps
-        assert v[Ins.VelX] == sim.route.speed_mps and v[Ins.VelY] == 0.0
-        assert v[Ins.AccelZ] == pytest.approx(9.81)
+        # the route is driven at 3 m/s over the ground's plan; up and down the slopes a little more
+        assert v[Ins.TruthSpeed] == pytest.approx(sim.route.speed_mps, rel=1e-2)
+        assert v[Ins.VelX] == v[Ins.TruthSpeed] and abs(v[Ins.VelY]) < 0.01 and abs(v[Ins.VelZ]) < 0.01
+        assert v[Ins.AccelZ] == pytest.approx(9.81, abs=0.6)  # plus the bumps' vertical acceleration
         assert v[Ins.FixStatus] == 2.0 and v[Ins.UtmZone] == 16.0
-    v = AgentSimulator(vehicle_hello("polaris"), noise=False).ins_values(_curve_time(sim))
-    speed, radius = sim.route.speed_mps, sim.route.corner_radius_m
-    assert v[Ins.GyroZ] == pytest.approx(speed / radius)
-    assert v[Ins.AccelY] == pytest.approx(speed * speed / radius)  # centripetal, to the left
-    assert v[Ins.AccelX] == pytest.approx(0.0)
+
+
+def test_ins_on_flat_ground_turns_with_the_loop():
+    flat = AgentSimulator(vehicle_hello("polaris"), noise=False, scene=world.default_scene(terrain=None))
+    v = flat.ins_values(_curve_time(flat))
+    speed, radius = flat.route.speed_mps, flat.route.corner_radius_m
+    assert v[Ins.GyroZ] == pytest.approx(speed / radius, rel=1e-6)
+    assert abs(v[Ins.GyroX]) < 1e-9 and abs(v[Ins.GyroY]) < 1e-9
+    assert v[Ins.AccelY] == pytest.approx(speed * speed / radius, rel=1e-4)  # centripetal, to the left
+    assert v[Ins.AccelX] == pytest.approx(0.0, abs=1e-4)
+    assert v[Ins.AccelZ] == pytest.approx(9.81, abs=1e-6)
+    assert v[Ins.EnuZ] == 0.0 and v[Ins.VelX] == pytest.approx(speed, rel=1e-6)
 
 
 def test_ins_series_is_reproducible_from_the_seed():
@@ -414,3 +427,109 @@ def test_without_georeference_the_geo_fields_are_nan():
         assert v[Ins.FixStatus] == -1.0
         others = [i for i in range(protocol.INS_FIELDS) if i not in geo]
         assert np.all(np.isfinite(v[others]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Terrain and the drive: roll, pitch and z follow the ground; one stop per lap
+
+
+def _rotation(q) -> np.ndarray:
+    x, y, z, w = q
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def _ground_normal(terrain: world.Terrain, x: float, y: float, h: float = 1e-3) -> np.ndarray:
+    """The ground's normal from the height alone, by central differences (not the model's slope)."""
+    gx = (terrain.height(x + h, y) - terrain.height(x - h, y)) / (2 * h)
+    gy = (terrain.height(x, y + h) - terrain.height(x, y - h)) / (2 * h)
+    n = np.array([-gx, -gy, 1.0])
+    return n / np.linalg.norm(n)
+
+
+def test_ins_roll_and_pitch_match_the_terrain_slope():
+    sim = AgentSimulator(vehicle_hello("polaris"), noise=False)
+    terrain = sim.scene.terrain
+    rolls, pitches = [], []
+    for t in np.arange(0.0, sim.drive.period_s, 0.5):
+        v = sim.ins_values(float(t))
+        r = _rotation(v[Ins.EnuQx:Ins.EnuQw + 1])
+        x, y, z = v[Ins.EnuX:Ins.EnuZ + 1]
+        assert z == pytest.approx(float(terrain.height(x, y)), abs=1e-9)  # on the ground
+        normal = _ground_normal(terrain, x, y)
+        assert np.linalg.norm(r[:, 2] - normal) < 1e-6  # body up = the ground's normal
+        # roll and pitch are the slope across and along the heading
+        heading = np.array([r[0, 0], r[1, 0], 0.0]) / np.hypot(r[0, 0], r[1, 0])
+        left = np.array([-heading[1], heading[0], 0.0])
+        slope_along = -(normal[:2] @ heading[:2]) / normal[2]
+        slope_across = -(normal[:2] @ left[:2]) / normal[2]
+        pitch = -math.asin(r[2, 0])
+        roll = math.atan2(r[2, 1], r[2, 2])
+        assert pitch == pytest.approx(-math.atan(slope_along), abs=1e-6)  # nose up = pitch < 0 (FLU)
+        assert roll == pytest.approx(math.atan(slope_across * math.cos(pitch)), abs=1e-3)
+        rolls.append(math.degrees(roll))
+        pitches.append(math.degrees(pitch))
+    # a few degrees of both along the lap, as the issue asks (not a flat loop)
+    assert 1.0 < max(np.abs(rolls)) < 8.0 and 1.0 < max(np.abs(pitches)) < 8.0
+
+
+def test_specific_force_and_rates_agree_with_the_truth_trajectory():
+    sim = AgentSimulator(vehicle_hello("polaris"), noise=False)
+    g = np.array([0.0, 0.0, 9.81])
+    h = 0.01  # ten times the simulator's own difference step: an independent check
+    for t in (7.3, 21.0, 35.5, 66.6, 88.8):
+        v = sim.ins_values(t)
+        p = [sim.truth_pose(t + k * h)[0] for k in (-1, 0, 1)]
+        accel_world = (p[2] - 2 * p[1] + p[0]) / (h * h)
+        r0 = _rotation(sim.truth_pose(t)[1])
+        expected = r0.T @ (accel_world + g)
+        np.testing.assert_allclose(v[Ins.AccelX:Ins.AccelZ + 1], expected, atol=0.02)
+        r1 = _rotation(sim.truth_pose(t + h)[1])
+        rm = _rotation(sim.truth_pose(t - h)[1])
+        w = r0.T @ (r1 - rm) / (2 * h)
+        omega = 0.5 * np.array([w[2, 1] - w[1, 2], w[0, 2] - w[2, 0], w[1, 0] - w[0, 1]])
+        np.testing.assert_allclose(v[Ins.GyroX:Ins.GyroZ + 1], omega, atol=2e-3)
+        velocity_world = (p[2] - p[0]) / (2 * h)
+        np.testing.assert_allclose(v[Ins.VelX:Ins.VelZ + 1], r0.T @ velocity_world, atol=1e-3)
+
+
+def test_vehicle_stops_once_per_lap_on_level_ground_and_starts_again():
+    sim = AgentSimulator(vehicle_hello("polaris"), noise=False)
+    period = sim.drive.period_s
+    times = np.arange(0.0, 2 * period, 0.05)
+    speeds = np.array([sim.kinematics(float(t)).speed for t in times])
+    standing = speeds == 0.0
+    starts = np.flatnonzero(standing[1:] & ~standing[:-1])
+    assert len(starts) == 2  # once per lap
+    assert times[starts[1]] - times[starts[0]] == pytest.approx(period, abs=0.1)
+    stand_s = standing.sum() * 0.05 / 2
+    assert 3.0 <= stand_s <= 6.0  # a few seconds
+    assert speeds.max() == pytest.approx(sim.route.speed_mps, rel=1e-2)
+    # slows down and speeds up smoothly: no jump in speed between 50 ms samples
+    assert np.abs(np.diff(speeds)).max() < 0.05
+    t_rest = float(times[starts[0] + 1 + int(1.0 / 0.05)])  # a second into the stand
+    v = sim.ins_values(t_rest)
+    assert np.all(v[Ins.GyroX:Ins.GyroZ + 1] == 0.0) and np.all(v[Ins.VelX:Ins.VelZ + 1] == 0.0)
+    assert v[Ins.AccelZ] == pytest.approx(9.81, abs=0.005)  # the most level spot of the lap
+    assert np.hypot(v[Ins.AccelX], v[Ins.AccelY]) < 0.1
+    assert v[Ins.TruthSpeed] == 0.0
+    # braking shows as a negative forward specific force
+    braking = float(times[starts[0]] - 2.0)
+    fresh = AgentSimulator(vehicle_hello("polaris"), noise=False)
+    assert fresh.ins_values(braking)[Ins.AccelX] < -0.4
+
+
+def test_drive_profile_is_continuous_and_periodic():
+    drive = world.DriveProfile(speed=3.0, lap_m=270.0, stop_at_m=100.0, stand_s=4.0, accel=0.6)
+    times = np.arange(0.0, 3 * drive.period_s, 0.01)
+    states = np.array([drive.state(float(t)) for t in times])
+    distance, speed = states[:, 0], states[:, 1]
+    assert np.all(np.diff(distance) >= 0.0)
+    assert np.abs(np.diff(distance) - 0.01 * speed[:-1]).max() < 0.01 * 0.6 * 0.01 + 1e-9
+    assert drive.state(drive.period_s)[0] == pytest.approx(270.0)  # one lap per period
+    assert drive.state(drive.period_s + 1.0)[0] == pytest.approx(270.0 + drive.state(1.0)[0])
+    with pytest.raises(ValueError, match="no room"):
+        world.DriveProfile(speed=3.0, lap_m=270.0, stop_at_m=2.0)

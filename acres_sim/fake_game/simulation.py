@@ -22,7 +22,7 @@ from acres_sim.protocol import Hello, column_firing_offsets
 from .georef import Georeference
 from .sensors import CameraModel, InsModel, Kinematics, LidarModel, Pose
 from .vehicles import VEHICLES, lidar_elevations_deg
-from .world import Scene, default_scene, rpy_matrix
+from .world import DriveProfile, Scene, default_scene, matrix_to_quaternion
 
 _INS_STREAM, _LIDAR_STREAM, _CAMERA_STREAM, _CAMERA_NOISE_STREAM = 1, 2, 3, 4
 _MASK64 = (1 << 64) - 1
@@ -48,6 +48,7 @@ class AgentSimulator:
         self.start_offset_m = float(start_offset_m)
         self.scene = scene if scene is not None else default_scene()
         self.route = self.scene.route
+        self.drive = DriveProfile(self.route.speed_mps, self.route.length_m, self._level_stop())
         self._agent_key = zlib.crc32(hello.agent.encode("utf-8"))
         if hello.georeferenced:
             zone = hello.ins.utm_zone or 16
@@ -70,31 +71,68 @@ class AgentSimulator:
 
     # -- truth -----------------------------------------------------------------------------------
 
-    def kinematics(self, t: float) -> Kinematics:
-        """Exact motion of base_footprint at world time t (flat ground: roll = pitch = 0)."""
-        speed = self.route.speed_mps
-        s = self.route.sample(self.start_offset_m + speed * t)
-        rotation = rpy_matrix(0.0, 0.0, s.yaw)
-        quaternion = np.array([0.0, 0.0, math.sin(0.5 * s.yaw), math.cos(0.5 * s.yaw)])
-        yaw_rate = speed * s.curvature
+    def _level_stop(self) -> float:
+        """Where in each lap the vehicle stands: the most level spot of its route (at rest the INS
+        then reads AccelZ = 9.81 and no tilt to speak of), with room to brake and start."""
+        route, terrain = self.route, self.scene.terrain
+        margin = self.route.speed_mps ** 2 / (2.0 * DriveProfile.accel) + 1.0
+        candidates = np.arange(margin, route.length_m - margin, 1.0)
+        if terrain is None or not candidates.size:
+            return 0.5 * route.length_m
+
+        def tilt(p: float) -> float:
+            s = route.sample(self.start_offset_m + p)
+            return float(self.scene.ground_normal(s.x, s.y)[2])
+        return float(max(candidates, key=tilt))
+
+    def _pose(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """base_footprint position and body -> world rotation at world time t: on the route, on the
+        ground, its z axis along the ground's normal and its x axis the route's heading in the
+        ground's plane (the direction of travel, so there is no sideways velocity)."""
+        distance, _speed, _accel = self.drive.state(t)
+        s = self.route.sample(self.start_offset_m + distance)
+        terrain = self.scene.terrain
+        z, gx, gy = (0.0, 0.0, 0.0) if terrain is None else terrain.at(s.x, s.y)
+        # plain floats: this runs for every INS epoch and sweep knot, three times for the rates
+        k = 1.0 / math.sqrt(1.0 + gx * gx + gy * gy)
+        ux, uy, uz = -gx * k, -gy * k, k  # the ground's normal
+        hx, hy = math.cos(s.yaw), math.sin(s.yaw)
+        # forward: the heading lifted onto the ground's plane, the direction the body moves in
+        fx, fy, fz = hx, hy, gx * hx + gy * hy
+        n = 1.0 / math.sqrt(fx * fx + fy * fy + fz * fz)
+        fx, fy, fz = fx * n, fy * n, fz * n
+        lx, ly, lz = uy * fz - uz * fy, uz * fx - ux * fz, ux * fy - uy * fx  # up x forward
+        return (np.array([s.x, s.y, z]),
+                np.array([[fx, lx, ux], [fy, ly, uy], [fz, lz, uz]]))
+
+    def kinematics(self, t: float, dt: float = 1e-3) -> Kinematics:
+        """Motion of base_footprint at world time t. Rates from central differences over +-dt of the
+        exact pose (errors of order dt^2: micrometres per second); at a stand they are exactly 0."""
+        p0, r0 = self._pose(t)
+        p1, r1 = self._pose(t + dt)
+        pm, rm = self._pose(t - dt)
+        velocity = (p1 - pm) / (2.0 * dt)
+        acceleration = (p1 - 2.0 * p0 + pm) / (dt * dt)
+        w = r0.T @ (r1 - rm) / (2.0 * dt)  # skew(omega) in the body frame
+        omega = 0.5 * np.array([w[2, 1] - w[1, 2], w[0, 2] - w[2, 0], w[1, 0] - w[0, 1]])
+        velocity_body = r0.T @ velocity
         return Kinematics(
-            position=np.array([s.x, s.y, 0.0]),
-            rotation=rotation,
-            quaternion=quaternion,
-            velocity_body=np.array([speed, 0.0, 0.0]),
-            angular_rate_body=np.array([0.0, 0.0, yaw_rate]),
-            acceleration_body=np.array([0.0, speed * yaw_rate, 0.0]),  # centripetal, to the left
-            speed=speed,
+            position=p0,
+            rotation=r0,
+            quaternion=matrix_to_quaternion(r0),
+            velocity_body=velocity_body,
+            angular_rate_body=omega,
+            acceleration_body=r0.T @ acceleration,  # kinematic; the INS adds gravity
+            speed=float(velocity_body[0]),
         )
 
     def truth_pose(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """base_footprint position (3,) in the world (ENU, m) and quaternion (x, y, z, w) body -> world."""
-        kin = self.kinematics(t)
-        return kin.position, kin.quaternion
+        position, rotation = self._pose(t)
+        return position, matrix_to_quaternion(rotation)
 
     def body_pose(self, t: float) -> Pose:
-        kin = self.kinematics(t)
-        return Pose(kin.position, kin.rotation)
+        return Pose(*self._pose(t))
 
     # -- sensors ---------------------------------------------------------------------------------
 

@@ -1,9 +1,11 @@
-"""The synthetic world of fake_game: a flat farm scene, vectorised ray casting and the driven loop.
+"""The synthetic world of fake_game: a farm scene on rolling ground, vectorised ray casting and the
+driven loop.
 
-World frame: x east, y north, z up, metres (map-grid ENU, see georef.py). The ground is the plane
-z = 0; everything else is a vertical cylinder (tree trunks, posts), a sphere (tree crowns) or an
-axis-aligned box (a building). The vehicles are not in the scene: like the game, a LiDAR sees
-through its own vehicle.
+World frame: x east, y north, z up, metres (map-grid ENU, see georef.py). The ground is a smooth
+height field (a few plane waves: slopes of a few degrees, so roll, pitch and z change along the
+route) or, for a Scene without terrain, the plane z = 0; everything else is a vertical cylinder
+(tree trunks, posts), a sphere (tree crowns) or an axis-aligned box (a building), standing on the
+ground. The vehicles are not in the scene: like the game, a LiDAR sees through its own vehicle.
 
 Ray casting works on a RayBundle: unit directions in the sensor frame plus groups of neighbouring
 rays with a bounding cone each. A primitive is only intersected with the rays of
@@ -164,6 +166,59 @@ class LoopRoute:
         return outside + np.minimum(np.maximum(qx, qy), 0.0) - r
 
 
+@dataclass(frozen=True)
+class DriveProfile:
+    """Distance driven along the loop against time: cruise at `speed`; once per lap of `lap_m`,
+    brake at `accel` to a stand of `stand_s` seconds at `stop_at_m` into the lap, then accelerate
+    at the same rate. state(t) -> (distance m, speed m/s, forward acceleration m/s^2)."""
+
+    speed: float
+    lap_m: float
+    stop_at_m: float
+    stand_s: float = 4.0
+    accel: float = 0.6
+
+    def __post_init__(self) -> None:
+        if self.speed > 0.0:
+            brake = self.braking_m
+            if not brake <= self.stop_at_m <= self.lap_m - brake:
+                raise ValueError(f"the stop at {self.stop_at_m} m leaves no room to brake and accelerate "
+                                 f"({brake:.1f} m each) in a lap of {self.lap_m} m")
+
+    @property
+    def braking_m(self) -> float:
+        return self.speed * self.speed / (2.0 * self.accel)
+
+    @property
+    def period_s(self) -> float:
+        """One lap: the cruise time plus the stand plus v / a (braking and starting take v / a each
+        and cover v^2 / 2a each, half the time it would take at speed)."""
+        return self.lap_m / self.speed + self.stand_s + self.speed / self.accel
+
+    def state(self, t: float) -> tuple[float, float, float]:
+        v, a = self.speed, self.accel
+        if v <= 0.0:
+            return 0.0, 0.0, 0.0
+        laps = math.floor(t / self.period_s)
+        tau = t - laps * self.period_s
+        base = laps * self.lap_m
+        brake_m, brake_s = self.braking_m, v / a
+        t1 = (self.stop_at_m - brake_m) / v  # cruise until braking starts
+        if tau < t1:
+            return base + v * tau, v, 0.0
+        tau -= t1
+        if tau < brake_s:
+            return base + self.stop_at_m - brake_m + v * tau - 0.5 * a * tau * tau, v - a * tau, -a
+        tau -= brake_s
+        if tau < self.stand_s:
+            return base + self.stop_at_m, 0.0, 0.0
+        tau -= self.stand_s
+        if tau < brake_s:
+            return base + self.stop_at_m + 0.5 * a * tau * tau, a * tau, a
+        tau -= brake_s
+        return base + self.stop_at_m + brake_m + v * tau, v, 0.0
+
+
 def _wrap(angle: float) -> float:
     return math.atan2(math.sin(angle), math.cos(angle))
 
@@ -224,29 +279,122 @@ def horizontal_extent(p: Primitive) -> tuple[float, float, float, float]:
     return p.lo[0], p.lo[1], p.hi[0], p.hi[1]
 
 
-def tree(x: float, y: float, trunk_height: float = 4.0, crown_radius: float = 2.8) -> tuple[Primitive, ...]:
-    """A trunk cylinder plus a spherical crown that sits on it."""
+_SINK_M = 0.3  # objects reach this far into the ground, so a slope shows no gap under them
+
+
+def tree(x: float, y: float, trunk_height: float = 4.0, crown_radius: float = 2.8,
+         base: float | None = None) -> tuple[Primitive, ...]:
+    """A trunk cylinder plus a spherical crown that sits on it; `base`: the ground height there on
+    rolling ground (None: the plane z = 0)."""
+    sink = 0.0 if base is None else _SINK_M
+    base = base or 0.0
     return (
-        Cylinder(x, y, 0.25, 0.0, trunk_height + 0.5 * crown_radius, MAT["trunk"]),
-        Sphere(x, y, trunk_height + 0.8 * crown_radius, crown_radius, MAT["foliage"]),
+        Cylinder(x, y, 0.25, base - sink, trunk_height + 0.5 * crown_radius + sink, MAT["trunk"]),
+        Sphere(x, y, base + trunk_height + 0.8 * crown_radius, crown_radius, MAT["foliage"]),
     )
 
 
-def post(x: float, y: float, height: float = 1.6, radius: float = 0.08) -> Cylinder:
-    return Cylinder(x, y, radius, 0.0, height, MAT["post"])
+def post(x: float, y: float, height: float = 1.6, radius: float = 0.08,
+         base: float | None = None) -> Cylinder:
+    sink = 0.0 if base is None else _SINK_M
+    return Cylinder(x, y, radius, (base or 0.0) - sink, height + sink, MAT["post"])
+
+
+@dataclass(frozen=True)
+class Terrain:
+    """Ground height z = sum of a cos(2 pi (x cos b + y sin b) / wavelength + phase) over `waves`
+    of (amplitude m, wavelength m, direction b deg, phase rad): smooth, so its slope is exact and
+    cheap, and gentle (the slope is at most 2 pi sum(a / wavelength) rad)."""
+
+    waves: tuple[tuple[float, float, float, float], ...]
+
+    def __post_init__(self) -> None:
+        k = [(a, 2.0 * math.pi / w * math.cos(math.radians(b)), 2.0 * math.pi / w * math.sin(math.radians(b)),
+              ph) for a, w, b, ph in self.waves]
+        object.__setattr__(self, "_k", tuple(k))
+
+    def swells(self, min_wavelength_m: float = 30.0) -> Terrain | None:
+        """The long waves alone (None when there are no short ones): a smooth first surface."""
+        long = tuple(w for w in self.waves if w[1] >= min_wavelength_m)
+        return Terrain(long) if long and len(long) < len(self.waves) else None
+
+    @property
+    def max_slope_rad(self) -> float:
+        return float(sum(2.0 * math.pi * a / w for a, w, _b, _p in self.waves))
+
+    def height(self, x, y):
+        """z of the ground at (x, y); arrays keep their dtype."""
+        z = 0.0
+        for a, kx, ky, ph in self._k:  # type: ignore[attr-defined]
+            z = z + a * np.cos(kx * x + ky * y + ph)
+        return z
+
+    def height_and_slope(self, x, y):
+        """(z, dz/dx, dz/dy) at (x, y)."""
+        z = gx = gy = 0.0
+        for a, kx, ky, ph in self._k:  # type: ignore[attr-defined]
+            arg = kx * x + ky * y + ph
+            z = z + a * np.cos(arg)
+            s = a * np.sin(arg)
+            gx = gx - kx * s
+            gy = gy - ky * s
+        return z, gx, gy
+
+    def at(self, x: float, y: float) -> tuple[float, float, float]:
+        """(z, dz/dx, dz/dy) at one point, in plain floats (the vehicle's pose asks hundreds of
+        times a second; math is ten times faster than numpy on scalars)."""
+        z = gx = gy = 0.0
+        for a, kx, ky, ph in self._k:  # type: ignore[attr-defined]
+            arg = kx * x + ky * y + ph
+            z += a * math.cos(arg)
+            s = a * math.sin(arg)
+            gx -= kx * s
+            gy -= ky * s
+        return z, gx, gy
+
+    def normal(self, x: float, y: float) -> np.ndarray:
+        """Unit upward normal of the ground at (x, y)."""
+        _z, gx, gy = self.at(x, y)
+        k = 1.0 / math.sqrt(1.0 + gx * gx + gy * gy)
+        return np.array([-gx * k, -gy * k, k])
+
+
+# Rolling farm ground: long, low swells (about 2 m of relief) and a shorter cross wave, plus two
+# small undulations of 5-10 cm, 7-12 m long, as a worked field has. Those give a LiDAR odometry
+# something to register on the ground: with the swells alone, KISS-ICP drifted 4.5 % over 90 m;
+# with them 0.6 % (with the per-point times; 4.5 % without).
+DEFAULT_TERRAIN = Terrain((
+    (0.60, 130.0, 10.0, 0.4),
+    (0.45, 80.0, 95.0, 1.3),
+    (0.20, 36.0, 40.0, 2.2),
+    (0.10, 12.0, 70.0, 0.3),
+    (0.05, 7.0, 150.0, 1.7),
+))
 
 
 @dataclass(frozen=True)
 class Scene:
-    """Objects on the flat ground plus the ground's texture: crop rows inside the loop and north of
-    it, a gravel track on the loop, grass elsewhere."""
+    """Objects on the ground plus the ground's texture: crop rows inside the loop and north of it, a
+    gravel track on the loop, grass elsewhere. terrain None: the ground is the plane z = 0."""
 
     primitives: tuple[Primitive, ...] = ()
     route: LoopRoute = field(default_factory=LoopRoute)
+    terrain: Terrain | None = None
     road_half_width_m: float = 2.5
     row_spacing_m: float = 0.76  # 30-inch rows, north-south
     row_plant_fraction: float = 0.35
     north_field_y_m: float = 36.0
+
+    def ground_height(self, x, y):
+        """z of the ground at (x, y) (0 without terrain)."""
+        if self.terrain is None:
+            return 0.0 * x
+        if isinstance(x, float) and isinstance(y, float):
+            return self.terrain.at(x, y)[0]
+        return self.terrain.height(x, y)
+
+    def ground_normal(self, x: float, y: float) -> np.ndarray:
+        return np.array([0.0, 0.0, 1.0]) if self.terrain is None else self.terrain.normal(x, y)
 
     def ground_material(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Material index of the ground at world (x, y), vectorised."""
@@ -261,22 +409,28 @@ class Scene:
         return mat
 
 
-def default_scene(route: LoopRoute | None = None) -> Scene:
+def default_scene(route: LoopRoute | None = None, terrain: Terrain | None = DEFAULT_TERRAIN) -> Scene:
     """The farm yard the agents drive around: a tree line to the south, two trees to the west,
-    a machine shed to the east and orange marker posts 4 m outside the track."""
+    a machine shed to the east and orange marker posts 4 m outside the track, all standing on the
+    rolling ground."""
     route = route or LoopRoute()
+
+    def ground(x: float, y: float) -> float | None:
+        return None if terrain is None else float(terrain.height(x, y))
     prims: list[Primitive] = []
     for x in np.arange(-60.0, 61.0, 15.0):
-        prims.extend(tree(float(x), -42.0))
-    prims.extend(tree(-66.0, 18.0, trunk_height=5.0, crown_radius=3.5))
-    prims.extend(tree(-70.0, 34.0))
-    prims.append(Box((58.0, -16.0, 0.0), (72.0, 4.0, 7.0), MAT["wall"], MAT["roof"]))
+        prims.extend(tree(float(x), -42.0, base=ground(float(x), -42.0)))
+    prims.extend(tree(-66.0, 18.0, trunk_height=5.0, crown_radius=3.5, base=ground(-66.0, 18.0)))
+    prims.extend(tree(-70.0, 34.0, base=ground(-70.0, 34.0)))
+    corners = [ground(x, y) or 0.0 for x in (58.0, 72.0) for y in (-16.0, 4.0)]
+    floor = min(corners) - (_SINK_M if terrain is not None else 0.0)
+    prims.append(Box((58.0, -16.0, floor), (72.0, 4.0, max(corners) + 7.0), MAT["wall"], MAT["roof"]))
     off = 4.0
     hx, hy = route.half_x_m + off, route.half_y_m + off
     for x, y in ((0.0, -hy), (20.0, -hy), (-20.0, -hy), (hx, 0.0), (0.0, hy), (-hx, 0.0),
                  (-hx, -12.0), (hx, 12.0)):
-        prims.append(post(x, y))
-    return Scene(tuple(prims), route)
+        prims.append(post(x, y, base=ground(x, y)))
+    return Scene(tuple(prims), route, terrain=terrain)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,12 +505,24 @@ class Motion:
 
 
 def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarray,
-         max_range: float, sun: np.ndarray | None = None, motion: Motion | None = None) -> Hits:
+         max_range: float, sun: np.ndarray | None = None, motion: Motion | None = None,
+         ground_iterations: int = 4, ground_tolerance_m: float | None = 0.01,
+         ground_grid: tuple[int, int, int] | None = None) -> Hits:
     """Cast every ray of `bundle` from `origin` (world, m) with sensor->world `rotation`, or, with
     `motion`, from per-ray origins along per-ray directions.
 
     Hits beyond max_range count as no hit. Works in the dtype of bundle.dirs (float64 for the
-    LiDAR, float32 for the camera).
+    LiDAR, float32 for the camera). On terrain, ground hits are refined with `ground_iterations`
+    Newton steps from the tangent plane; a ray whose last step still moved it by more than
+    `ground_tolerance_m` has not converged and gets no ground hit (None: keep it, for an image).
+    A converged LiDAR ground return is within 0.1 mm of the surface; a ray that grazes the short
+    undulations and does not settle in 4 steps (6 % of the returns a 40-step solve finds, 18-84 m
+    out from the 5th to the 95th percentile) is lost, as a real sensor loses many grazing ones. A
+    converged ray may have met the ground behind a crest that should have hidden it (about 0.1 %).
+
+    ground_grid (rows, columns, step), for rays in image order: the terrain is solved on every
+    step-th ray of every step-th row only, and the height of the ground above its tangent plane is
+    interpolated (bilinearly) for the rays in between: an image's ground at a sixteenth of the cost.
     """
     dtype = bundle.dirs.dtype
     o = np.asarray(origin, np.float64)
@@ -378,13 +544,27 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
         sun_w = np.asarray(sun, np.float64)
         lit = np.zeros(n, np.float32)
 
-    # ground plane z = 0, seen from above only
+    # the ground, seen from above only
     # one origin as scalars of the rays' dtype (float32 rays stay float32), or one per ray
     ox, oy, oz = (dtype.type(v) for v in o) if ray_o is None else ray_o
-    if np.any(oz > 0.0):
-        dz = d[2]
-        down = (dz < -1e-9) & (oz > 0.0)
-        np.divide(-oz, dz, out=dist, where=down)
+    terrain = scene.terrain
+    slopes = None
+    if terrain is None:
+        under, plane_dz = 0.0, d[2]
+    else:
+        # the ground's tangent plane at the reference origin: Newton's first guess
+        h0, gx0, gy0 = terrain.at(float(o[0]), float(o[1]))
+        under = h0 + gx0 * (ox - float(o[0])) + gy0 * (oy - float(o[1]))
+        plane_dz = d[2] - gx0 * d[0] - gy0 * d[1]
+    if np.any(oz > under):
+        down = (plane_dz < -1e-9) & (oz > under)
+        np.divide(under - oz, plane_dz, out=dist, where=down)
+        if terrain is not None and ground_grid is not None:
+            slopes = _onto_terrain_grid(terrain, dist, down, plane_dz, float(ox), float(oy), float(oz), d,
+                                        ground_iterations, ground_grid)
+        elif terrain is not None:
+            slopes = _onto_terrain(terrain, dist, down, ox, oy, oz, d, ground_iterations,
+                                   ground_tolerance_m)
         hit = dist <= max_range
         dist[~hit] = np.inf
         # evaluate the texture everywhere (no compress/scatter); rays off the ground look at the
@@ -396,7 +576,13 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
         gy += oy
         mat = np.where(hit, scene.ground_material(gx, gy), np.uint8(0))
         if lit is not None:
-            lit[hit] = max(0.0, float(sun_w[2]))
+            if terrain is None:
+                lit[hit] = max(0.0, float(sun_w[2]))
+            else:  # the sun on the slope: normal (-dz/dx, -dz/dy, 1) / norm
+                sx, sy = slopes
+                ux, uy, uz = (float(v) for v in sun_w)
+                shade = (uz - ux * sx - uy * sy) / np.sqrt(1.0 + sx * sx + sy * sy)
+                lit[hit] = np.clip(shade[hit], 0.0, 1.0)
 
     axes_world = bundle.axes @ rot.T
     for prim in scene.primitives:
@@ -430,6 +616,117 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
         if lit is not None:
             lit[sel] = np.clip(sun_w @ nb, 0.0, 1.0)
     return Hits(dist, mat, lit, d)
+
+
+def _onto_terrain(terrain: Terrain, dist: np.ndarray, down: np.ndarray, ox, oy, oz, d: np.ndarray,
+                  iterations: int, tolerance_m: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Newton on f(t) = oz + t dz - h(ox + t dx, oy + t dy) for the rays in `down`, from their
+    distance to the ground's tangent plane at the origin (in `dist`); the result replaces it.
+
+    Rays whose last step was still over tolerance_m (grazing rays) get inf. Returns the
+    ground slope (dz/dx, dz/dy) per ray where the last step started (0 elsewhere), for shading.
+    Rays that do not descend against the tangent plane never meet this gentle ground in range."""
+    sx_all = np.zeros(dist.shape, dist.dtype)
+    sy_all = np.zeros(dist.shape, dist.dtype)
+    idx = np.flatnonzero(down)
+    if not idx.size or iterations < 1:
+        return sx_all, sy_all
+    # float32 throughout: half the cost of the trigonometry, and 1e-5 m at 100 m is far finer than
+    # a cloud's own float32 points
+    f32 = np.float32
+    dx, dy, dz = (d[axis, idx].astype(f32, copy=False) for axis in range(3))
+    px, py, pz = (float(v) if np.ndim(v) == 0 else v[idx].astype(f32) for v in (ox, oy, oz))
+    t = dist[idx].astype(f32)
+    # Rays that graze the short waves make Newton jump from crest to crest: with 3 steps or more,
+    # the first two meet the swells alone (a smooth surface near the final one), the rest the whole
+    # ground. Measured on Polaris sweeps: 91-94 % of the rays that 40 plain steps settle, settle in
+    # 2 + 3 steps, against 82-87 % in 4 plain ones of the same cost.
+    swells = terrain.swells() if iterations >= 3 else None
+    stages = [(swells, 2), (terrain, iterations - 1)] if swells is not None else [(terrain, iterations)]
+    step = sx = sy = np.zeros(t.shape, f32)
+    with np.errstate(over="ignore", invalid="ignore"):  # near-parallel rays: inf, dropped below
+        for surface, count in stages:
+            for _ in range(count):
+                h, sx, sy = surface.height_and_slope(px + t * dx, py + t * dy)
+                slope = dz - sx * dx - sy * dy  # df/dt < 0 while the ray descends faster than the ground
+                step = (pz + t * dz - h) / np.minimum(slope, -1e-3)
+                t = t - step
+    # Newton converges quadratically: after a last step under 1 cm the error is far below it
+    bad = ~(t > 0.0)
+    if tolerance_m is not None:
+        bad |= ~(np.abs(step) < tolerance_m)
+        t[bad] = np.inf
+    else:  # an image: a ray thrown off keeps the tangent plane's distance, rather than a hole
+        t[bad] = dist[idx][bad]
+    dist[idx] = t
+    sx_all[idx] = sx
+    sy_all[idx] = sy
+    return sx_all, sy_all
+
+
+_GRID_NEAR_M = 80.0  # beyond this a grid neighbour is too far apart on the ground to interpolate
+
+
+def _grid_axis(n: int, step: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Coarse sample positions 0, step, ... plus the last index, and for every fine index its
+    lower coarse neighbour and weight."""
+    coarse = np.unique(np.append(np.arange(0, n, step), n - 1))
+    fine = np.arange(n)
+    lower = np.clip(np.searchsorted(coarse, fine, side="right") - 1, 0, len(coarse) - 2)
+    span = (coarse[lower + 1] - coarse[lower]).astype(np.float32)
+    weight = (fine - coarse[lower]).astype(np.float32) / span
+    return coarse, lower, weight
+
+
+def _upsample(values: np.ndarray, rows: tuple, cols: tuple) -> np.ndarray:
+    """Bilinear interpolation of (coarse rows, coarse columns) values to the fine grid, raveled:
+    across the columns on the coarse rows first (a quarter of the work), then down the rows, which
+    gathers whole contiguous rows."""
+    _r, r0, wr = rows
+    _c, c0, wc = cols
+    across = values[:, c0] * (1.0 - wc) + values[:, c0 + 1] * wc
+    fine = across[r0] * (1.0 - wr)[:, None]
+    fine += across[r0 + 1] * wr[:, None]
+    return fine.ravel()
+
+
+def _blocks(values: np.ndarray, step: int, height: int, width: int) -> np.ndarray:
+    """Each value of the regular coarse grid (every step-th row and column) for its step x step
+    block of the fine grid, raveled: for shading, where a block of one slope does not show."""
+    return np.repeat(np.repeat(values, step, axis=0), step, axis=1)[:height, :width].ravel()
+
+
+def _onto_terrain_grid(terrain: Terrain, dist: np.ndarray, down: np.ndarray, plane_dz: np.ndarray,
+                       ox: float, oy: float, oz: float, d: np.ndarray, iterations: int,
+                       grid: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """_onto_terrain on a coarse grid of an image's rays, interpolated to all of them: what is
+    interpolated is the ground's height above the tangent plane at the hit (smooth across the
+    image), and the slope for shading. Rays in `down` keep their tangent-plane distance plus that
+    height over the plane's rate of approach."""
+    height, width, step = grid
+    rows, cols = _grid_axis(height, step), _grid_axis(width, step)
+    sub = (rows[0][:, None] * width + cols[0][None, :]).ravel()
+    sub_dist = dist[sub].copy()
+    sub_down = down[sub]
+    slopes = _onto_terrain(terrain, sub_dist, sub_down, ox, oy, oz, d[:, sub], iterations, None)
+    approach = -plane_dz[sub]
+    with np.errstate(invalid="ignore"):
+        lift = np.where(sub_down & np.isfinite(sub_dist), (sub_dist - dist[sub]) * approach, 0.0)
+    shape = (len(rows[0]), len(cols[0]))
+    lift_all = _upsample(lift.astype(np.float32).reshape(shape), rows, cols)
+    # Towards the horizon the ground's distance changes faster than a grid can follow: a ray with
+    # a far or missing grid neighbour is solved on its own instead.
+    near = (sub_down & (sub_dist < _GRID_NEAR_M)).astype(np.float32).reshape(shape)
+    alone = down & (_upsample(near, rows, cols) < 0.999)
+    regular = (slice(0, (height + step - 1) // step), slice(0, (width + step - 1) // step))
+    sx, sy = (_blocks(s.reshape(shape)[regular], step, height, width) for s in slopes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.add(dist, lift_all / -plane_dz, out=dist, where=down & ~alone)
+    dist[down & ~(dist > 0.0)] = np.inf
+    if alone.any():
+        own_sx, own_sy = _onto_terrain(terrain, dist, alone, ox, oy, oz, d, iterations, None)
+        sx[alone], sy[alone] = own_sx[alone], own_sy[alone]
+    return sx, sy
 
 
 def _intersect(prim: Primitive, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
