@@ -433,15 +433,6 @@ def test_without_georeference_the_geo_fields_are_nan():
 # Terrain and the drive: roll, pitch and z follow the ground; one stop per lap
 
 
-def _rotation(q) -> np.ndarray:
-    x, y, z, w = q
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
-
-
 def _ground_normal(terrain: world.Terrain, x: float, y: float, h: float = 1e-3) -> np.ndarray:
     """The ground's normal from the height alone, by central differences (not the model's slope)."""
     gx = (terrain.height(x + h, y) - terrain.height(x - h, y)) / (2 * h)
@@ -456,7 +447,7 @@ def test_ins_roll_and_pitch_match_the_terrain_slope():
     rolls, pitches = [], []
     for t in np.arange(0.0, sim.drive.period_s, 0.5):
         v = sim.ins_values(float(t))
-        r = _rotation(v[Ins.EnuQx:Ins.EnuQw + 1])
+        r = quat_matrix(v[Ins.EnuQx:Ins.EnuQw + 1])
         x, y, z = v[Ins.EnuX:Ins.EnuZ + 1]
         assert z == pytest.approx(float(terrain.height(x, y)), abs=1e-9)  # on the ground
         normal = _ground_normal(terrain, x, y)
@@ -484,11 +475,11 @@ def test_specific_force_and_rates_agree_with_the_truth_trajectory():
         v = sim.ins_values(t)
         p = [sim.truth_pose(t + k * h)[0] for k in (-1, 0, 1)]
         accel_world = (p[2] - 2 * p[1] + p[0]) / (h * h)
-        r0 = _rotation(sim.truth_pose(t)[1])
+        r0 = quat_matrix(sim.truth_pose(t)[1])
         expected = r0.T @ (accel_world + g)
         np.testing.assert_allclose(v[Ins.AccelX:Ins.AccelZ + 1], expected, atol=0.02)
-        r1 = _rotation(sim.truth_pose(t + h)[1])
-        rm = _rotation(sim.truth_pose(t - h)[1])
+        r1 = quat_matrix(sim.truth_pose(t + h)[1])
+        rm = quat_matrix(sim.truth_pose(t - h)[1])
         w = r0.T @ (r1 - rm) / (2 * h)
         omega = 0.5 * np.array([w[2, 1] - w[1, 2], w[0, 2] - w[2, 0], w[1, 0] - w[0, 1]])
         np.testing.assert_allclose(v[Ins.GyroX:Ins.GyroZ + 1], omega, atol=2e-3)

@@ -303,11 +303,19 @@ def _run_subscriber(spec: list[list[str]], domain: int, tmp: Path, name: str,
     return start_module("acres_sim.bench.subscriber", [json.dumps(spec), str(out)], domain, profile), out
 
 
-def _window(seconds: float) -> tuple[float, float]:
-    time.sleep(1.0)  # everything matched and flowing
+def _measured(subscriber: Proc, pid: int, seconds: float) -> tuple[float, float, float]:
+    """Once the subscriber has every topic and data flows: (CPU % of `pid`, window start, end) over
+    `seconds`; then a second for the window's last messages to arrive."""
+    _ready(subscriber)
+    time.sleep(2.0)
+    cpu = CpuWindow([pid])
+    cpu.start()
     start = time.monotonic()
     time.sleep(seconds)
-    return start, time.monotonic()
+    end = time.monotonic()
+    cpu_pct = cpu.stop()
+    time.sleep(1.0)
+    return cpu_pct, start, end
 
 
 def _polaris_bridge(period: Period, spec: list[list[str]], seconds: float, tmp: Path) -> tuple[float, dict]:
@@ -316,13 +324,7 @@ def _polaris_bridge(period: Period, spec: list[list[str]], seconds: float, tmp: 
     subscriber, sub_out = _run_subscriber(spec, domain, tmp, "bridge")
     bridge = start_bridge(server.port, domain)
     try:
-        _ready(subscriber)
-        cpu = CpuWindow([bridge.pid])
-        time.sleep(1.0)
-        cpu.start()
-        start, end = _window(seconds)
-        cpu_pct = cpu.stop()
-        time.sleep(1.0)  # the last messages of the window arrive
+        cpu_pct, start, end = _measured(subscriber, bridge.pid, seconds)
     finally:
         subscriber.stop()
         bridge.stop()
@@ -336,13 +338,7 @@ def _polaris_floor(spec: list[list[str]], seconds: float, tmp: Path) -> tuple[fl
     noop_out = tmp / "noop.json"
     noop = start_module("acres_sim.bench.noop", [json.dumps(spec), str(noop_out)], domain)
     try:
-        _ready(subscriber)
-        cpu = CpuWindow([noop.pid])
-        time.sleep(1.0)
-        cpu.start()
-        start, end = _window(seconds)
-        cpu_pct = cpu.stop()
-        time.sleep(1.0)
+        cpu_pct, start, end = _measured(subscriber, noop.pid, seconds)
     finally:
         subscriber.stop()
         noop.stop()

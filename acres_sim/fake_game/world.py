@@ -567,22 +567,22 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
                                    ground_tolerance_m)
         hit = dist <= max_range
         dist[~hit] = np.inf
-        # evaluate the texture everywhere (no compress/scatter); rays off the ground look at the
-        # sensor's own footprint and are masked out
-        tg = np.where(hit, dist, dtype.type(0.0))
-        gx = tg * d[0]
-        gx += ox
-        gy = tg * d[1]
-        gy += oy
-        mat = np.where(hit, scene.ground_material(gx, gy), np.uint8(0))
+        # the texture only where the ground is hit (an image's sky is a third of its pixels)
+        on = np.flatnonzero(hit)
+        t_on = dist[on]
+        gx = t_on * d[0, on]
+        gx += ox if ray_o is None else ox[on]
+        gy = t_on * d[1, on]
+        gy += oy if ray_o is None else oy[on]
+        mat[on] = scene.ground_material(gx, gy)
         if lit is not None:
             if terrain is None:
                 lit[hit] = max(0.0, float(sun_w[2]))
             else:  # the sun on the slope: normal (-dz/dx, -dz/dy, 1) / norm
-                sx, sy = slopes
+                sx, sy = slopes[0][on], slopes[1][on]
                 ux, uy, uz = (float(v) for v in sun_w)
                 shade = (uz - ux * sx - uy * sy) / np.sqrt(1.0 + sx * sx + sy * sy)
-                lit[hit] = np.clip(shade[hit], 0.0, 1.0)
+                lit[on] = np.clip(shade, 0.0, 1.0)
 
     axes_world = bundle.axes @ rot.T
     for prim in scene.primitives:
@@ -716,8 +716,9 @@ def _onto_terrain_grid(terrain: Terrain, dist: np.ndarray, down: np.ndarray, pla
     lift_all = _upsample(lift.astype(np.float32).reshape(shape), rows, cols)
     # Towards the horizon the ground's distance changes faster than a grid can follow: a ray with
     # a far or missing grid neighbour is solved on its own instead.
-    near = (sub_down & (sub_dist < _GRID_NEAR_M)).astype(np.float32).reshape(shape)
-    alone = down & (_upsample(near, rows, cols) < 0.999)
+    near = (sub_down & (sub_dist < _GRID_NEAR_M)).reshape(shape)
+    cell_near = near[:-1, :-1] & near[1:, :-1] & near[:-1, 1:] & near[1:, 1:]  # all four corners
+    alone = down & ~cell_near[rows[1]][:, cols[1]].ravel()
     regular = (slice(0, (height + step - 1) // step), slice(0, (width + step - 1) // step))
     sx, sy = (_blocks(s.reshape(shape)[regular], step, height, width) for s in slopes)
     with np.errstate(divide="ignore", invalid="ignore"):
