@@ -524,3 +524,22 @@ def test_drive_profile_is_continuous_and_periodic():
     assert drive.state(drive.period_s + 1.0)[0] == pytest.approx(270.0 + drive.state(1.0)[0])
     with pytest.raises(ValueError, match="no room"):
         world.DriveProfile(speed=3.0, lap_m=270.0, stop_at_m=2.0)
+
+
+def test_flat_ground_option_gives_the_plane_to_every_agent():
+    from acres_sim.fake_game.cli import build_parser, config_from_args
+    from acres_sim.fake_game.session import Session
+
+    flat = config_from_args(build_parser().parse_args(["--port", "0", "--flat-ground"]))
+    rolling = config_from_args(build_parser().parse_args(["--port", "0"]))
+    assert flat.flat_ground and not rolling.flat_ground
+    for config, expect_flat in ((flat, True), (rolling, False)):
+        session = Session(config, log=lambda line: None)
+        session._start()  # builds the agents' simulators and opens their ports
+        try:
+            sim = session._agents[0].simulator
+            assert (sim.scene.terrain is None) == expect_flat
+            z = [sim.truth_pose(t)[0][2] for t in (0.0, 10.0, 20.0)]
+            assert (max(map(abs, z)) == 0.0) == expect_flat
+        finally:
+            session.stop()

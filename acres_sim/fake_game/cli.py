@@ -112,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="end the run when the world time reaches this (0 = run until stopped)")
     p.add_argument("--cached", action="store_true",
                    help="render a few clouds and images once and re-serve them with fresh stamps")
+    p.add_argument("--flat-ground", action="store_true",
+                   help="the plane z = 0 instead of the rolling ground (cheaper; no roll or pitch)")
     return p
 
 
@@ -129,6 +131,7 @@ def config_from_args(args: argparse.Namespace) -> SessionConfig:
         georeferenced=not args.no_georeference,
         noise=not args.no_noise,
         cached=args.cached,
+        flat_ground=args.flat_ground,
         max_queued_bytes=args.max_queued_bytes,
         stats_period_s=args.stats_period_s,
         duration_s=args.duration_s,

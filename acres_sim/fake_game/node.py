@@ -43,6 +43,7 @@ class FakeGameNode(Node):
         georeferenced = bool(self.declare_parameter("georeferenced", True).value)
         noise = bool(self.declare_parameter("noise", True).value)
         cached = bool(self.declare_parameter("cached", False).value)
+        flat_ground = bool(self.declare_parameter("flat_ground", False).value)
         max_queued_bytes = int(self.declare_parameter("max_queued_bytes", DEFAULT_MAX_QUEUED_BYTES).value)
         stats_period_s = float(self.declare_parameter("stats_period_s", 30.0).value)
         duration_s = float(self.declare_parameter("duration_s", 0.0).value)
@@ -58,6 +59,7 @@ class FakeGameNode(Node):
             georeferenced=georeferenced,
             noise=noise,
             cached=cached,
+            flat_ground=flat_ground,
             max_queued_bytes=max_queued_bytes,
             stats_period_s=stats_period_s,
             duration_s=duration_s,
