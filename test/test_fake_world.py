@@ -73,6 +73,10 @@ def yaw_of(q) -> float:
 def on_ground_only(scene: world.Scene, xy: np.ndarray, margin: float = 0.3) -> np.ndarray:
     """Points whose horizontal position is outside every object of the scene: only ground there."""
     free = np.ones(len(xy), bool)
+    if scene.crops is not None:  # the crop field's plants stand there
+        c = scene.crops
+        free &= ~((xy[:, 0] > c.x_min - margin) & (xy[:, 0] < c.x_max + margin)
+                  & (xy[:, 1] > c.y_min - margin) & (xy[:, 1] < c.y_max + margin))
     for prim in scene.primitives:
         x0, y0, x1, y1 = world.horizontal_extent(prim)
         free &= ~((xy[:, 0] > x0 - margin) & (xy[:, 0] < x1 + margin)
@@ -198,6 +202,13 @@ def distance_to_surfaces(scene: world.Scene, p: np.ndarray) -> np.ndarray:
     """Distance of each world point from the nearest surface of the scene (ground included; for the
     ground the vertical distance, an upper bound of the true one)."""
     best = np.abs(p[:, 2] - scene.ground_height(p[:, 0], p[:, 1]))
+    if scene.crops is not None:  # the rows: walls x = row_x(k) from the ground to height_m above it
+        c = scene.crops
+        k = np.round(p[:, 0] / c.spacing_m - 0.5 * c.fraction)
+        above = p[:, 2] - scene.ground_height(p[:, 0], p[:, 1])
+        inside = ((p[:, 1] >= c.y_min) & (p[:, 1] <= c.y_max) & (p[:, 0] >= c.x_min) & (p[:, 0] <= c.x_max)
+                  & (above >= -0.01) & (above <= c.plant_height(k, p[:, 1]) + 0.01))
+        best = np.where(inside, np.minimum(best, np.abs(p[:, 0] - c.row_x(k))), best)
     for prim in scene.primitives:
         if isinstance(prim, world.Cylinder):
             rho = np.hypot(p[:, 0] - prim.x, p[:, 1] - prim.y)
@@ -543,3 +554,30 @@ def test_flat_ground_option_gives_the_plane_to_every_agent():
             assert (max(map(abs, z)) == 0.0) == expect_flat
         finally:
             session.stop()
+
+
+def test_crop_rows_are_plants_with_height():
+    # From the track's north side the LiDAR sees the north field's rows as walls of foliage up to
+    # 0.9 m above the rolling ground, and the ground between them along the rows.
+    hello = vehicle_hello("polaris")
+    sim = AgentSimulator(hello, noise=False)
+    crops = sim.scene.crops
+    t = 45.0
+    assert sim.truth_pose(t)[0][1] > 20.0  # on the north straight
+    in_world = sweep_to_world(sim, t, sim.lidar_points(t))
+    height = in_world[:, 2] - sim.scene.ground_height(in_world[:, 0], in_world[:, 1])
+    field = ((in_world[:, 1] > crops.y_min) & (in_world[:, 1] < crops.y_max)
+             & (np.abs(in_world[:, 0]) < crops.x_max))
+    on_plants = field & (height > 0.02) & (height < 2.0)  # (a tree's crown overhangs the field)
+    assert on_plants.sum() > 1000
+    k = np.round(in_world[on_plants, 0] / crops.spacing_m - 0.5 * crops.fraction)
+    assert np.abs(in_world[on_plants, 0] - crops.row_x(k)).max() < 1e-3  # on a row's wall
+    # below the plants' tops, which differ from row to row and along each row
+    tops = crops.plant_height(k, in_world[on_plants, 1])
+    assert np.all(height[on_plants] <= tops + 1e-3) and tops.max() <= crops.height_m
+    assert np.ptp(tops) > 0.2
+    assert len(np.unique(k)) > 20  # many rows, not one wall
+    assert (field & (np.abs(height) < 0.02)).sum() > 200  # the ground between the rows
+    # the returns carry the crop's reflectivity
+    cloud = sim.lidar_points(t)
+    assert (cloud[..., 3] == world.INTENSITY_TABLE[world.MAT["crop"]]).sum() >= on_plants.sum()

@@ -127,7 +127,7 @@ class SessionConfig:
     georeferenced: bool = True
     noise: bool = True
     cached: bool = False
-    flat_ground: bool = False  # the plane z = 0 instead of the rolling ground: a third less CPU
+    flat_ground: bool = False  # the plane z = 0 instead of the rolling ground: less CPU
     max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES
     stats_period_s: float = 30.0
     duration_s: float = 0.0  # world time at which the run ends; 0 = never

@@ -374,6 +374,33 @@ DEFAULT_TERRAIN = Terrain((
 
 
 @dataclass(frozen=True)
+class CropRows:
+    """A field of row crops standing on the ground: every row a thin wall of foliage, north-south
+    along x = (k + 0.5 fraction) * spacing (the middle of each crop stripe of the ground's texture),
+    over x_min..x_max and y_min..y_max. Between the rows the ground shows. The plants are not all
+    alike: each row has its own height (55-100 % of height_m) and the height varies along it, so a
+    LiDAR sees the field's rows apart and not as one repeating pattern."""
+
+    x_min: float
+    x_max: float
+    y_min: float
+    y_max: float
+    spacing_m: float
+    fraction: float
+    height_m: float = 0.9
+
+    def row_x(self, k):
+        return (k + 0.5 * self.fraction) * self.spacing_m
+
+    def plant_height(self, k, y):
+        """Height of row k's plants at y (m above the ground), vectorised; at most height_m."""
+        row = np.sin(k * 12.9898) * 43758.5453  # a fixed pseudo-random number per row
+        row = row - np.floor(row)
+        along = 0.5 + 0.5 * np.sin(y * (2.0 * math.pi / 6.0) + 2.7 * k)
+        return self.height_m * (0.55 + 0.3 * row + 0.15 * along)
+
+
+@dataclass(frozen=True)
 class Scene:
     """Objects on the ground plus the ground's texture: crop rows inside the loop and north of it, a
     gravel track on the loop, grass elsewhere. terrain None: the ground is the plane z = 0."""
@@ -381,6 +408,7 @@ class Scene:
     primitives: tuple[Primitive, ...] = ()
     route: LoopRoute = field(default_factory=LoopRoute)
     terrain: Terrain | None = None
+    crops: CropRows | None = None  # plants with height in the north field
     road_half_width_m: float = 2.5
     row_spacing_m: float = 0.76  # 30-inch rows, north-south
     row_plant_fraction: float = 0.35
@@ -431,7 +459,9 @@ def default_scene(route: LoopRoute | None = None, terrain: Terrain | None = DEFA
     for x, y in ((0.0, -hy), (20.0, -hy), (-20.0, -hy), (hx, 0.0), (0.0, hy), (-hx, 0.0),
                  (-hx, -12.0), (hx, 12.0)):
         prims.append(post(x, y, base=ground(x, y)))
-    return Scene(tuple(prims), route, terrain=terrain)
+    north = Scene().north_field_y_m
+    crops = CropRows(-110.0, 110.0, north, north + 60.0, Scene().row_spacing_m, Scene().row_plant_fraction)
+    return Scene(tuple(prims), route, terrain=terrain, crops=crops)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -585,6 +615,9 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
                 shade = (uz - ux * sx - uy * sy) / np.sqrt(1.0 + sx * sx + sy * sy)
                 lit[on] = np.clip(shade, 0.0, 1.0)
 
+    if scene.crops is not None:
+        _cast_crops(scene, scene.crops, dist, mat, lit, ox, oy, oz, d, max_range, sun_w)
+
     axes_world = bundle.axes @ rot.T
     for prim in scene.primitives:
         centre, radius = bounding_sphere(prim)
@@ -667,6 +700,54 @@ def _newton(terrain: Terrain, idx: np.ndarray, t0: np.ndarray, ox, oy, oz, d: np
     else:  # an image: a ray thrown off keeps the tangent plane's distance, rather than a hole
         t[bad] = t0[bad]
     return t, sx, sy
+
+
+def _cast_crops(scene: Scene, crops: CropRows, dist: np.ndarray, mat: np.ndarray, lit: np.ndarray | None,
+                ox, oy, oz, d: np.ndarray, max_range: float, sun_w: np.ndarray | None) -> None:
+    """The first row wall each ray meets below the crops' tops, where it is nearer than what the ray
+    hit so far. Rays from outside the field enter it through its south edge (the track is south of
+    it); a ray is below the tops from where it descends under them at the edge's ground height, and
+    the first row it crosses from there on is checked (and the next, in case the ground rose)."""
+    dx, dy, dz = d[0], d[1], d[2]
+    per_ray = np.ndim(ox) != 0
+    with np.errstate(divide="ignore"):
+        # only rays that reach the field's edge before anything else stopped them
+        reach = (crops.y_min - oy) / np.where(dy > 1e-6, dy, np.inf)
+    toward = (dy > 1e-6) & (dz < 0.0) & (oy < crops.y_min) & (reach < dist) & (reach < max_range)
+    idx = np.flatnonzero(toward)
+    if not idx.size:
+        return
+    f32 = d.dtype.type
+    px, py, pz = ((v[idx] if per_ray else v) for v in (ox, oy, oz))
+    ddx, ddy, ddz = dx[idx], dy[idx], dz[idx]
+    t_in = reach[idx]
+    t_out = (crops.y_max - py) / ddy
+    edge = scene.ground_height(px + t_in * ddx, py + t_in * ddy) + crops.height_m
+    t_start = np.maximum(t_in, (pz - edge) / -ddz)
+    # the first row crossed at or after t_start (rows run north-south: walls x = const)
+    u = (px + t_start * ddx) / crops.spacing_m - 0.5 * crops.fraction
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.where(ddx > 0.0, np.ceil(u), np.floor(u))
+        sign = np.where(ddx > 0.0, 1.0, -1.0)
+        best = np.full(idx.size, np.inf, dist.dtype)
+        for extra in (0.0, 1.0):  # the next row too: the tops follow the ground, not a plane
+            x_row = crops.row_x(k + sign * extra)
+            t = ((x_row - px) / ddx).astype(dist.dtype)
+            y = py + t * ddy
+            z = pz + t * ddz
+            ground = scene.ground_height(x_row, y)
+            ok = ((t > 0.0) & (t <= t_out) & (t < best) & (np.abs(ddx) > 1e-6)
+                  & (x_row >= crops.x_min) & (x_row <= crops.x_max)
+                  & (z >= ground) & (z <= ground + crops.plant_height(k + sign * extra, y)))
+            best = np.where(ok & ~np.isfinite(best), t, best)
+    better = best < np.minimum(dist[idx], f32(max_range))
+    if not better.any():
+        return
+    sel = idx[better]
+    dist[sel] = best[better]
+    mat[sel] = MAT["crop"]
+    if lit is not None and sun_w is not None:  # a wall facing the ray: normal (-sign dx, 0, 0)
+        lit[sel] = np.clip(-np.sign(dx[sel]) * float(sun_w[0]), 0.0, 1.0)
 
 
 _GRID_NEAR_M = 80.0  # beyond this a grid neighbour is too far apart on the ground to interpolate
