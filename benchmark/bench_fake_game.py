@@ -29,13 +29,7 @@ sys.path.insert(0, str(REPO))
 
 from acres_sim.protocol import HEADER_SIZE, FrameType, parse_header  # noqa: E402, RUF100
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu_s(pid: int) -> float:
-    """User plus system CPU time of a process and its threads, s (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+from acres_sim.bench.workload import process_cpu_s  # noqa: E402, RUF100
 
 
 class Reader(threading.Thread):

@@ -22,10 +22,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "test"))
 sys.path.insert(0, str(REPO))
 
-from _bridge_support import Graph, _process_cpu_s, ins_values, start_bridge  # noqa: E402
+from _bridge_support import Graph, ins_values, start_bridge  # noqa: E402
 from page_examples import POLARIS_HELLO_JSON  # noqa: E402
 
 from acres_sim import protocol  # noqa: E402
+from acres_sim.bench.workload import process_cpu_s  # noqa: E402
 from acres_sim.protocol import FrameType  # noqa: E402
 
 
@@ -88,14 +89,14 @@ def main() -> int:
             graph.subscribe(kind, topic, QoSProfile(depth=100))
         barriers = graph.subscribe(UInt64, "sim/barrier", QoSProfile(depth=100))
         graph.wait_matched(list(topics) + ["sim/barrier"], 30)
-        cpu0, wall0 = _process_cpu_s(bridge.proc.pid), time.monotonic()
+        cpu0, wall0 = process_cpu_s(bridge.proc.pid), time.monotonic()
         go.set()
         try:
             graph.spin_until(lambda: len(barriers) >= args.barriers, args.barriers * 0.1 + 30,
                              "every barrier")
         except AssertionError as exc:
             print(exc)
-        cpu = 100.0 * (_process_cpu_s(bridge.proc.pid) - cpu0) / (time.monotonic() - wall0)
+        cpu = 100.0 * (process_cpu_s(bridge.proc.pid) - cpu0) / (time.monotonic() - wall0)
         counts = {t: len(v) for t, v in graph.received.items()}
     finally:
         bridge.stop()

@@ -20,6 +20,7 @@ import numpy as np
 from page_examples import POLARIS_HELLO_JSON
 
 from acres_sim import protocol
+from acres_sim.bench.workload import process_cpu_s
 from acres_sim.convert import stamp_to_sec_nanosec
 from acres_sim.protocol import FrameHeader, FrameType
 
@@ -424,11 +425,6 @@ print("RESULT " + json.dumps({"matched": matched, "got": got}), flush=True)
 """
 
 
-def _process_cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def measure_large_delivery(domain_id: int, seconds: float = 5.0, profile: str | None = None,
                            vehicle: str = "polaris") -> dict:
     """fake_game (--cached) -> recording proxy -> sim_bridge -> a subscriber process with DEFAULT DDS
@@ -452,9 +448,9 @@ def measure_large_delivery(domain_id: int, seconds: float = 5.0, profile: str | 
             sub_env.pop(variable, None)
         sub = Process([sys.executable, "-c", _COUNTING_SUBSCRIBER, f"/{vehicle}", str(seconds)], sub_env)
         sub.wait_for("MATCHED", 60)
-        cpu0, t0 = _process_cpu_s(bridge.proc.pid), time.monotonic()
+        cpu0, t0 = process_cpu_s(bridge.proc.pid), time.monotonic()
         line = sub.wait_for("RESULT ", seconds + 60)
-        cpu1, t1 = _process_cpu_s(bridge.proc.pid), time.monotonic()
+        cpu1, t1 = process_cpu_s(bridge.proc.pid), time.monotonic()
         result = json.loads(line.split("RESULT ", 1)[1])
         frames = proxy.frames(0)
         profile_line = next((x for x in bridge.lines if "DDS profile" in x), "")

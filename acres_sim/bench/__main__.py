@@ -23,7 +23,6 @@ import json
 import os
 import platform
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,8 +35,15 @@ from typing import Any
 import numpy as np
 
 from acres_sim.dds import shipped_profile
-from acres_sim.bench.workload import Period, ReplayServer, polaris_period, process_cpu_s, raw_drain
-from acres_sim.protocol import HEADER_SIZE, FrameType, parse_header
+from acres_sim.bench.workload import (
+    Period,
+    ReplayServer,
+    connect_drain,
+    polaris_period,
+    process_cpu_s,
+    raw_drain,
+)
+from acres_sim.protocol import HEADER_SIZE, FrameHeader, FrameType
 
 MEASUREMENTS = ("raw", "ingest", "convert", "polaris", "agents4", "lockstep", "fakegame")
 GROUPS = {FrameType.CLOCK: "clock", FrameType.INS: "INS", FrameType.LIDAR: "LiDAR",
@@ -214,11 +220,6 @@ def summary(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, float]
     return out
 
 
-def delivery(sent: list[tuple[int, float, float]], received: dict[str, list[list[int]]], start: float,
-             end: float) -> dict[str, dict[str, float]]:
-    return summary([latencies(sent, received, start, end)])
-
-
 # ---------------------------------------------------------------------------------------------
 # Measurements
 
@@ -280,10 +281,10 @@ def measure_floor_flat_out(period: Period, seconds: float, tmp: Path) -> dict[st
 
 def measure_convert(period: Period, repeats: int = 200) -> dict[str, float]:
     from acres_sim.convert import ConvertSettings, FrameConverter
-    from acres_sim.protocol import decode_payload, encode_frame
+    from acres_sim.protocol import decode_payload
 
     kind, stamp, payload = next(f for f in period.frames if f[0] == FrameType.LIDAR)
-    header = parse_header(encode_frame(kind, 0, stamp, 0.0, b""))
+    header = FrameHeader(kind, 0, len(payload), stamp, 0.0)
     data = decode_payload(kind, bytearray(payload))
     out = {}
     for fields in ("xyzi", "xyzirt"):
@@ -303,12 +304,13 @@ def _run_subscriber(spec: list[list[str]], domain: int, tmp: Path, name: str,
     return start_module("acres_sim.bench.subscriber", [json.dumps(spec), str(out)], domain, profile), out
 
 
-def _measured(subscriber: Proc, pid: int, seconds: float) -> tuple[float, float, float]:
-    """Once the subscriber has every topic and data flows: (CPU % of `pid`, window start, end) over
-    `seconds`; then a second for the window's last messages to arrive."""
-    _ready(subscriber)
+def _measured(subscriber: Proc, pids: list[int], seconds: float,
+              ready_s: float = 60.0) -> tuple[float, float, float]:
+    """Once the subscriber has every topic and data flows: (CPU % of `pids` together, window start,
+    end) over `seconds`; then a second for the window's last messages to arrive."""
+    _ready(subscriber, ready_s)
     time.sleep(2.0)
-    cpu = CpuWindow([pid])
+    cpu = CpuWindow(pids)
     cpu.start()
     start = time.monotonic()
     time.sleep(seconds)
@@ -324,7 +326,7 @@ def _polaris_bridge(period: Period, spec: list[list[str]], seconds: float, tmp: 
     subscriber, sub_out = _run_subscriber(spec, domain, tmp, "bridge")
     bridge = start_bridge(server.port, domain)
     try:
-        cpu_pct, start, end = _measured(subscriber, bridge.pid, seconds)
+        cpu_pct, start, end = _measured(subscriber, [bridge.pid], seconds)
     finally:
         subscriber.stop()
         bridge.stop()
@@ -338,7 +340,7 @@ def _polaris_floor(spec: list[list[str]], seconds: float, tmp: Path) -> tuple[fl
     noop_out = tmp / "noop.json"
     noop = start_module("acres_sim.bench.noop", [json.dumps(spec), str(noop_out)], domain)
     try:
-        cpu_pct, start, end = _measured(subscriber, noop.pid, seconds)
+        cpu_pct, start, end = _measured(subscriber, [noop.pid], seconds)
     finally:
         subscriber.stop()
         noop.stop()
@@ -394,9 +396,9 @@ def measure_agents(period: Period, seconds: float, tmp: Path, count: int = 4) ->
     names = [f"polaris{i}" for i in range(count)]
     plans = plan_launch(",".join(names), ",".join(str(s.port) for s in servers)).bridges
     spec: list[list[str]] = []
-    for plan in plans:
-        spec += bridge_topics(period.hello, plan.namespace, clock=plan.publish_clock)
-    spec = [s for i, s in enumerate(spec) if s[0] != "/tf" or i == [t[0] for t in spec].index("/tf")]
+    for plan in plans:  # /tf is shared by all agents: one subscription
+        spec += [s for s in bridge_topics(period.hello, plan.namespace, clock=plan.publish_clock)
+                 if s[0] != "/tf" or not any(t[0] == "/tf" for t in spec)]
     subscriber, sub_out = _run_subscriber(spec, domain, tmp, "agents")
     bridges = []
     for plan in plans:
@@ -406,15 +408,7 @@ def measure_agents(period: Period, seconds: float, tmp: Path, count: int = 4) ->
     for server in servers:
         server.start()
     try:
-        _ready(subscriber, 90)
-        time.sleep(1.0)
-        cpu = CpuWindow([b.pid for b in bridges])
-        start = time.monotonic()
-        cpu.start()
-        time.sleep(seconds)
-        end = time.monotonic()
-        cpu_pct = cpu.stop()
-        time.sleep(1.0)
+        cpu_pct, start, end = _measured(subscriber, [b.pid for b in bridges], seconds, ready_s=90.0)
     finally:
         subscriber.stop()
         for bridge in bridges:
@@ -427,7 +421,7 @@ def measure_agents(period: Period, seconds: float, tmp: Path, count: int = 4) ->
         mine = {t: r for t, r in received.items()
                 if t.startswith(plan.namespace + "/") or t.endswith(f" {plan.frame_prefix}base_footprint")
                 or (t == "/clock" and plan.publish_clock)}
-        per_agent.append(delivery(server.sent.frames, mine, start, end))
+        per_agent.append(summary([latencies(server.sent.frames, mine, start, end)]))
     pooled = {}
     for name in GROUPS.values():
         rows = [a[name] for a in per_agent if a[name]["messages"]]
@@ -486,21 +480,15 @@ def measure_fake_game(seconds: float) -> dict[str, float]:
     try:
         port = int(game.wait_line(lambda s: s.startswith("ACRES_SENSOR_STREAM_LISTENING"), 60)
                    .split("port=")[1].split()[0])
-        sock = socket.create_connection(("127.0.0.1", port))
+        drain = connect_drain(port)
         connected = time.monotonic()
 
         def read() -> None:
-            header = bytearray(HEADER_SIZE)
-            payload = memoryview(bytearray(8 << 20))
             try:
                 while not stop.is_set():
-                    sock.recv_into(header, HEADER_SIZE, socket.MSG_WAITALL)
-                    h = parse_header(header)
-                    got = 0
-                    while got < h.payload_size:
-                        got += sock.recv_into(payload[got:h.payload_size])
-                    counts[h.type] += 1
-                    if h.type == FrameType.CLOCK:
+                    kind, _size, _published = drain.next()
+                    counts[kind] += 1
+                    if kind == FrameType.CLOCK:
                         clock_times.append(time.monotonic())
             except OSError:
                 pass
@@ -514,7 +502,7 @@ def measure_fake_game(seconds: float) -> dict[str, float]:
         cpu_pct = cpu.stop()
         rates = {GROUPS[FrameType(k)]: (counts[k] - c0[k]) / seconds for k in GROUPS}
         stop.set()
-        sock.close()
+        drain.sock.close()
     finally:
         game.stop()
     times = np.array(clock_times)

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any
 
-from acres_sim.protocol import FrameType, decode_payload, encode_frame, parse_header
+from acres_sim.protocol import FrameHeader, FrameType, decode_payload
 
 
 def _stamped(msg: Any) -> Any:
@@ -56,7 +56,7 @@ def main(argv: list[str]) -> int:
             for topic, type_name, kind in spec}
 
     def messages(kind: int, stamp: float, payload: bytes) -> list[tuple[Any, Any]]:
-        header = parse_header(encode_frame(kind, 0, stamp, 0.0, b""))
+        header = FrameHeader(kind, 0, len(payload), stamp, 0.0)
         data = decode_payload(kind, bytearray(payload))
         if kind == FrameType.CLOCK:
             return [(pubs["clock"], conv.clock(header))]

@@ -1,37 +1,29 @@
 """The socket's own cost: `python3 -m acres_sim.bench.rawreader PORT WARMUP_S SECONDS`.
 
-An optimal client of the paced stream (recv_into with MSG_WAITALL into reusable buffers, nothing
-else): the latency from each frame's publish time (its header, CLOCK_MONOTONIC) to its last byte,
-per frame type, and this reader's CPU (thread time) over the window. Prints one JSON line:
-{"cpu_pct": ..., "latency_ms": {type: [..]}}.
+An optimal client of the paced stream (workload.FrameDrain: recv_into with MSG_WAITALL into
+reusable buffers, nothing else): the latency from each frame's publish time (its header,
+CLOCK_MONOTONIC) to its last byte, per frame type, and this reader's CPU (thread time) over the
+window. Prints one JSON line: {"cpu_pct": ..., "latency_ms": {type: [..]}}.
 """
 
 from __future__ import annotations
 
 import json
-import socket
-import struct
 import sys
 import time
+
+from acres_sim.bench.workload import connect_drain
 
 
 def main(argv: list[str]) -> int:
     port, warmup_s, seconds = int(argv[0]), float(argv[1]), float(argv[2])
-    head = struct.Struct("<4sHHIIdd")
-    sock = socket.create_connection(("127.0.0.1", port))
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
-    header = bytearray(head.size)
-    payload = memoryview(bytearray(8 << 20))
+    drain = connect_drain(port)
     latency: dict[int, list[float]] = {}
     start = time.monotonic() + warmup_s
     end = start + seconds
     cpu0 = None
     while True:
-        sock.recv_into(header, head.size, socket.MSG_WAITALL)
-        _magic, kind, _flags, _seq, size, _stamp, published = head.unpack(header)
-        got = 0
-        while got < size:
-            got += sock.recv_into(payload[got:size], size - got, socket.MSG_WAITALL)
+        kind, _size, published = drain.next()
         now = time.monotonic()
         if now < start:
             continue
