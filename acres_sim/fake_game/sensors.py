@@ -95,6 +95,7 @@ class LidarModel:
             np.broadcast_to(np.sin(el)[None, :], (config.columns, config.rings)),
         ], axis=-1)  # (columns, rings, 3): cell c * rings + r
         self.dirs = dirs
+        self._dirs32 = dirs.astype(np.float32)
         # culling groups: 10 columns x 8 rings
         groups = block_groups(config.columns, config.rings, min(10, config.columns), min(8, config.rings))
         self.bundle = RayBundle.build(dirs.reshape(-1, 3), groups)
@@ -129,13 +130,17 @@ class LidarModel:
 
     def _points(self, hits, rng: np.random.Generator | None) -> np.ndarray:
         cfg = self.config
-        dist = hits.distance.reshape(cfg.columns, cfg.rings)
+        f32 = np.float32
+        dist = hits.distance.reshape(cfg.columns, cfg.rings).astype(f32)
         valid = np.isfinite(dist)
         if rng is not None and self.range_noise_m > 0.0:
-            dist = dist + self.range_noise_m * rng.standard_normal(dist.shape)
-        out = np.empty((cfg.columns, cfg.rings, 4), np.float32)
-        out[..., :3] = self.dirs * np.where(valid, dist, np.nan)[..., None]
-        out[..., 3] = np.where(valid, INTENSITY_TABLE[hits.material.reshape(dist.shape)], np.float32(0.0))
+            noise = rng.standard_normal(dist.shape, dtype=f32)
+            noise *= f32(self.range_noise_m)
+            dist += noise
+        dist[~valid] = np.nan
+        out = np.empty((cfg.columns, cfg.rings, 4), f32)
+        np.multiply(self._dirs32, dist[..., None], out=out[..., :3])
+        out[..., 3] = np.where(valid, INTENSITY_TABLE[hits.material.reshape(dist.shape)], f32(0.0))
         return out
 
 
@@ -256,6 +261,8 @@ _SKY_HORIZON = (235.0, 215.0, 200.0)
 _SKY_ZENITH = (205.0, 140.0, 80.0)
 _HAZE = (225.0, 210.0, 200.0)
 _FOG_M = 700.0
+# COLOUR_TABLE as one 256-byte translation table per channel (material index -> colour byte)
+_COLOUR_BYTES = tuple(bytes(COLOUR_TABLE[:, c].astype(np.uint8).tolist()).ljust(256, b"\0") for c in range(3))
 
 
 class CameraModel:
@@ -275,7 +282,7 @@ class CameraModel:
         self.config = config
         self.bundle, self.valid = _camera_rays(config.width, config.height, config.fx, config.fy,
                                                config.cx, config.cy, tuple(config.d), self.TILE)
-        self._invalid = ~self.valid
+        self._invalid = np.flatnonzero(~self.valid)  # the pixels painted black
         self._noise: np.ndarray | None = None
 
     def _noise_buffer(self, rng: np.random.Generator) -> np.ndarray:
@@ -296,32 +303,39 @@ class CameraModel:
                     ground_iterations=2, ground_tolerance_m=None,
                     ground_grid=(cfg.height, cfg.width, 4))
         dist, mat, lit = hits.distance, hits.material, hits.sun_cos
-        sky = mat == MAT["sky"]
-        finite_dist = np.where(sky, f32(0.0), dist)
+        sky = np.flatnonzero(mat == MAT["sky"])
+        finite_dist = dist.copy()
+        finite_dist[sky] = 0.0
         # far crop rows blend to their mean colour instead of aliasing into moire
-        rows = (mat == MAT["crop"]) | (mat == MAT["soil"])
-        blend = np.clip((finite_dist - f32(8.0)) * f32(1.0 / 30.0), 0.0, 1.0) * rows
-        shade = f32(0.45) + f32(0.55) * lit
-        fog = finite_dist / (finite_dist + f32(_FOG_M))
-        keep = shade * (f32(1.0) - fog)
-        up = np.sqrt(np.clip(hits.dirs_world[2], 0.0, 1.0))
+        blend = finite_dist - f32(8.0)
+        blend *= f32(1.0 / 30.0)
+        np.clip(blend, 0.0, 1.0, out=blend)
+        blend *= (mat == MAT["crop"]) | (mat == MAT["soil"])
+        fog = finite_dist + f32(_FOG_M)
+        np.divide(finite_dist, fog, out=fog)
+        keep = lit * f32(0.55)  # shade, faded by the fog
+        keep += f32(0.45)
+        keep *= f32(1.0) - fog
+        own = f32(1.0) - blend  # pixel = own colour * own + rows' mean * blend + haze * fog
+        own *= keep
+        blend *= keep
+        up = np.sqrt(np.clip(hits.dirs_world[2, sky], 0.0, 1.0))
+        n = len(dist)
         noise = None
         if rng is not None:
             buf = self._noise_buffer(noise_rng or rng)
-            n = len(dist)
             start = int(rng.integers(0, len(buf) - 3 * n))
             noise = buf[start:start + 3 * n].reshape(3, n)
         f = scene.row_plant_fraction
+        rows_mean = f * COLOUR_TABLE[MAT["crop"]] + (1.0 - f) * COLOUR_TABLE[MAT["soil"]]
         image = np.empty((cfg.height, cfg.width, 3), np.uint8)
+        ch = np.empty(n, f32)
         for c in range(3):
-            table = COLOUR_TABLE[:, c]
-            mean = f * table[MAT["crop"]] + (1.0 - f) * table[MAT["soil"]]
-            ch = table[mat]
-            ch += (mean - ch) * blend
-            ch *= keep
+            # the material's colour by a byte table: three times faster than indexing an array
+            np.multiply(np.frombuffer(mat.tobytes().translate(_COLOUR_BYTES[c]), np.uint8), own, out=ch)
+            ch += f32(rows_mean[c]) * blend
             ch += f32(_HAZE[c]) * fog
-            sky_c = f32(_SKY_HORIZON[c]) + f32(_SKY_ZENITH[c] - _SKY_HORIZON[c]) * up
-            ch = np.where(sky, sky_c, ch)
+            ch[sky] = f32(_SKY_HORIZON[c]) + f32(_SKY_ZENITH[c] - _SKY_HORIZON[c]) * up
             if noise is not None:
                 ch += noise[c]
             ch[self._invalid] = 0.0

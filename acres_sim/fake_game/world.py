@@ -161,11 +161,22 @@ class LoopRoute:
 
     def signed_distance(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Signed distance of points from the loop's centre line (negative inside), vectorised."""
+        x, y = np.asarray(x), np.asarray(y)
+        f = np.result_type(x, y, np.float32).type  # float32 points stay float32
         r = self.corner_radius_m
-        qx = np.abs(x) - (self.half_x_m - r)
-        qy = np.abs(y) - (self.half_y_m - r)
-        outside = np.hypot(np.maximum(qx, 0.0), np.maximum(qy, 0.0))
-        return outside + np.minimum(np.maximum(qx, qy), 0.0) - r
+        qx = np.abs(x) - f(self.half_x_m - r)
+        qy = np.abs(y) - f(self.half_y_m - r)
+        inside = np.minimum(np.maximum(qx, qy), f(0.0))
+        # in place, and sqrt rather than hypot: an image asks this for every ground pixel
+        np.maximum(qx, f(0.0), out=qx)
+        np.maximum(qy, f(0.0), out=qy)
+        qx *= qx
+        qy *= qy
+        qx += qy
+        np.sqrt(qx, out=qx)
+        qx += inside
+        qx -= f(r)
+        return qx
 
 
 @dataclass(frozen=True)
@@ -268,14 +279,20 @@ class Box:
 Primitive = Cylinder | Sphere | Box
 
 
-def bounding_sphere(p: Primitive) -> tuple[np.ndarray, float]:
+def bounding_spheres(p: Primitive) -> tuple[np.ndarray, np.ndarray]:
+    """Spheres that together cover the primitive, (K, 3) centres and (K,) radii, for culling: a
+    tall thin cylinder (a trunk, a post) is a stack of spheres about as wide as it is, so that
+    only rays near it are intersected with it rather than all those in one sphere round it."""
     if isinstance(p, Cylinder):
-        h = 0.5 * p.height
-        return np.array([p.x, p.y, p.z0 + h]), math.hypot(p.radius, h)
+        count = max(1, min(16, math.ceil(p.height / (2.0 * p.radius))))
+        half = 0.5 * p.height / count
+        z = p.z0 + half * (2.0 * np.arange(count) + 1.0)
+        centres = np.stack([np.full(count, p.x), np.full(count, p.y), z], axis=1)
+        return centres, np.full(count, math.hypot(p.radius, half))
     if isinstance(p, Sphere):
-        return np.array([p.x, p.y, p.z]), p.radius
+        return np.array([[p.x, p.y, p.z]]), np.array([p.radius])
     lo, hi = np.array(p.lo), np.array(p.hi)
-    return 0.5 * (lo + hi), 0.5 * float(np.linalg.norm(hi - lo))
+    return (0.5 * (lo + hi))[None, :], np.array([0.5 * float(np.linalg.norm(hi - lo))])
 
 
 def horizontal_extent(p: Primitive) -> tuple[float, float, float, float]:
@@ -397,12 +414,25 @@ class CropRows:
     def row_x(self, k):
         return (k + 0.5 * self.fraction) * self.spacing_m
 
+    @functools.cached_property
+    def _row_numbers(self) -> tuple[int, np.ndarray]:
+        """A fixed pseudo-random number in [0, 1) per row index, from the first row index on: a
+        table, so that a row's number does not depend on the dtype it is asked in."""
+        first = math.floor(self.x_min / self.spacing_m) - 1
+        k = np.arange(first, math.ceil(self.x_max / self.spacing_m) + 2, dtype=np.float64)
+        row = np.sin(k * 12.9898) * 43758.5453
+        return first, row - np.floor(row)
+
     def plant_height(self, k, y):
-        """Height of row k's plants at y (m above the ground), vectorised; at most height_m."""
-        row = np.sin(k * 12.9898) * 43758.5453  # a fixed pseudo-random number per row
-        row = row - np.floor(row)
-        along = 0.5 + 0.5 * np.sin(y * (2.0 * math.pi / 6.0) + 2.7 * k)
-        return self.height_m * (0.55 + 0.3 * row + 0.15 * along)
+        """Height of row k's plants at y (m above the ground), vectorised; at most height_m. The
+        result has the dtype of y (float32 in, float32 out)."""
+        first, numbers = self._row_numbers
+        i = np.clip(np.rint(k).astype(np.intp) - first, 0, len(numbers) - 1)
+        dtype = np.result_type(y, np.float32)
+        row = numbers.astype(dtype)[i]
+        along = np.sin(y * dtype.type(2.0 * math.pi / 6.0) + dtype.type(2.7) * k)
+        return dtype.type(self.height_m) * (dtype.type(0.625) + dtype.type(0.3) * row
+                                            + dtype.type(0.075) * along)
 
 
 @dataclass(frozen=True)
@@ -420,6 +450,11 @@ class Scene:
     north_field_y_m: float = 36.0
     north_field_half_x_m: float = 120.0
 
+    @functools.cached_property
+    def culling_spheres(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """bounding_spheres() of every primitive, in order."""
+        return tuple(bounding_spheres(p) for p in self.primitives)
+
     def ground_height(self, x, y):
         """z of the ground at (x, y) (0 without terrain)."""
         if self.terrain is None:
@@ -434,14 +469,15 @@ class Scene:
     def ground_material(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Material index of the ground at world (x, y), vectorised."""
         sd = self.route.signed_distance(x, y)
-        in_field = (sd < -self.road_half_width_m) | ((y > self.north_field_y_m)
-                                                     & (np.abs(x) < self.north_field_half_x_m))
-        u = x * (1.0 / self.row_spacing_m)
-        row_phase = u - np.floor(u)
-        mat = np.where(in_field,
-                       np.where(row_phase < self.row_plant_fraction, MAT["crop"], MAT["soil"]),
-                       MAT["grass"]).astype(np.uint8)
-        mat[np.abs(sd) <= self.road_half_width_m] = MAT["road"]
+        f = sd.dtype.type
+        u = x * f(1.0 / self.row_spacing_m)
+        u -= np.floor(u)  # the phase across the rows
+        in_field = sd < f(-self.road_half_width_m)
+        in_field |= (y > f(self.north_field_y_m)) & (np.abs(x) < f(self.north_field_half_x_m))
+        crop_or_soil = np.where(u < f(self.row_plant_fraction), np.uint8(MAT["crop"]), np.uint8(MAT["soil"]))
+        mat = np.where(in_field, crop_or_soil, np.uint8(MAT["grass"]))
+        np.abs(sd, out=sd)
+        np.copyto(mat, np.uint8(MAT["road"]), where=sd <= f(self.road_half_width_m))
         return mat
 
 
@@ -568,7 +604,7 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
     o = np.asarray(origin, np.float64)
     rot = np.asarray(rotation, np.float64)
     if motion is None:
-        d = rot.astype(dtype) @ bundle.dirs  # (3, N)
+        d = _rotate(rot, bundle.dirs)  # (3, N)
         ray_o: np.ndarray | None = None
         slack_m = slack_rad = 0.0
     else:
@@ -628,19 +664,18 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
         _cast_crops(scene, scene.crops, dist, mat, lit, ox, oy, oz, d, max_range, sun_w)
 
     axes_world = bundle.axes @ rot.T
-    for prim in scene.primitives:
-        centre, radius = bounding_sphere(prim)
-        radius += slack_m  # a moving sensor: every origin is within slack_m of o
-        oc = centre - o
-        span = float(np.linalg.norm(oc))
-        if span - radius > max_range:
+    for prim, (centres, radii) in zip(scene.primitives, scene.culling_spheres):
+        radii = radii + slack_m  # a moving sensor: every origin is within slack_m of o
+        oc = centres - o
+        span = np.sqrt(np.einsum("ki,ki->k", oc, oc))
+        if np.all(span - radii > max_range):
             continue
-        if span <= radius:
+        if np.any(span <= radii):
             groups = np.arange(len(bundle.axes))
         else:
-            half = math.asin(radius / span)
-            ang = np.arccos(np.clip(axes_world @ (oc / span), -1.0, 1.0))
-            groups = np.flatnonzero(ang <= half + bundle.radii + slack_rad)
+            half = np.arcsin(radii / span)
+            ang = np.arccos(np.clip(axes_world @ (oc / span[:, None]).T, -1.0, 1.0))  # (G, K)
+            groups = np.flatnonzero(np.any(ang <= half + (bundle.radii + slack_rad)[:, None], axis=1))
             if not len(groups):
                 continue
         # an index repeated by an edge group is computed twice with the same result: harmless
@@ -659,6 +694,20 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
         if lit is not None:
             lit[sel] = np.clip(sun_w @ nb, 0.0, 1.0)
     return Hits(dist, mat, lit, d)
+
+
+def _rotate(rotation: np.ndarray, dirs: np.ndarray) -> np.ndarray:
+    """rotation @ dirs for (3, N) dirs, in their dtype, as nine scaled adds: a BLAS matmul of this
+    shape runs on every core and spins there, doubling a render's CPU time for no gain."""
+    r = rotation.astype(dirs.dtype)
+    out = np.empty_like(dirs)
+    tmp = np.empty_like(dirs[0])
+    for i in range(3):
+        row = out[i]
+        np.multiply(dirs[0], r[i, 0], out=row)
+        row += np.multiply(dirs[1], r[i, 1], out=tmp)
+        row += np.multiply(dirs[2], r[i, 2], out=tmp)
+    return out
 
 
 def _onto_terrain(terrain: Terrain, dist: np.ndarray, down: np.ndarray, ox, oy, oz, d: np.ndarray,
@@ -726,30 +775,37 @@ def _cast_crops(scene: Scene, crops: CropRows, dist: np.ndarray, mat: np.ndarray
     idx = np.flatnonzero(toward)
     if not idx.size:
         return
-    f32 = d.dtype.type
-    px, py, pz = ((v[idx] if per_ray else v) for v in (ox, oy, oz))
-    ddx, ddy, ddz = dx[idx], dy[idx], dz[idx]
-    t_in = reach[idx]
-    t_out = (crops.y_max - py) / ddy
-    edge = scene.ground_height(px + t_in * ddx, py + t_in * ddy) + crops.height_m
+    # float32 whatever the rays' dtype: a tenth of the cost of float64 trigonometry, and 1e-5 m at
+    # 100 m is far finer than a cloud's own float32 points
+    f32 = np.float32
+    px, py, pz = (f32(v) if not per_ray else v[idx].astype(f32) for v in (ox, oy, oz))
+    ddx, ddy, ddz = (d[axis, idx].astype(f32, copy=False) for axis in range(3))
+    t_in = reach[idx].astype(f32, copy=False)
+    edge = scene.ground_height(px + t_in * ddx, py + t_in * ddy) + f32(crops.height_m)
     t_start = np.maximum(t_in, (pz - edge) / -ddz)
     # the first row crossed at or after t_start (rows run north-south: walls x = const)
-    u = (px + t_start * ddx) / crops.spacing_m - 0.5 * crops.fraction
-    with np.errstate(divide="ignore", invalid="ignore"):
-        k = np.where(ddx > 0.0, np.ceil(u), np.floor(u))
-        sign = np.where(ddx > 0.0, 1.0, -1.0)
-        best = np.full(idx.size, np.inf, dist.dtype)
-        for extra in (0.0, 1.0):  # the next row too: the tops follow the ground, not a plane
-            x_row = crops.row_x(k + sign * extra)
-            t = ((x_row - px) / ddx).astype(dist.dtype)
-            y = py + t * ddy
-            z = pz + t * ddz
-            ground = scene.ground_height(x_row, y)
-            ok = ((t > 0.0) & (t <= t_out) & (t < best) & (np.abs(ddx) > 1e-6)
-                  & (x_row >= crops.x_min) & (x_row <= crops.x_max)
-                  & (z >= ground) & (z <= ground + crops.plant_height(k + sign * extra, y)))
-            best = np.where(ok & ~np.isfinite(best), t, best)
-    better = best < np.minimum(dist[idx], f32(max_range))
+    u = (px + t_start * ddx) * f32(1.0 / crops.spacing_m) - f32(0.5 * crops.fraction)
+    east = ddx > 0.0
+    k = np.where(east, np.ceil(u), np.floor(u))
+    best = np.full(idx.size, np.inf, f32)
+    rays = np.flatnonzero(np.abs(ddx) > 1e-6)
+    for extra in (0.0, 1.0):  # the next row too, for rays still above the tops: they follow the ground
+        kk = k[rays] + np.where(east[rays], f32(extra), f32(-extra))
+        x_row = crops.row_x(kk)
+        qx, qy, qz = (v if not per_ray else v[rays] for v in (px, py, pz))
+        t = (x_row - qx) / ddx[rays]
+        y = qy + t * ddy[rays]
+        z = qz + t * ddz[rays]
+        ground = scene.ground_height(x_row, y)
+        inside = ((t > 0.0) & (y <= f32(crops.y_max)) & (x_row >= f32(crops.x_min))
+                  & (x_row <= f32(crops.x_max)) & (z >= ground))
+        top = ground + crops.plant_height(kk, y)
+        hit = inside & (z <= top)
+        best[rays[hit]] = t[hit]
+        rays = rays[inside & (z > top)]
+        if not rays.size:
+            break
+    better = best < np.minimum(dist[idx], max_range)
     if not better.any():
         return
     sel = idx[better]
