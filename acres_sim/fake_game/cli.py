@@ -83,6 +83,13 @@ def _port(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python3 -m acres_sim.fake_game",
@@ -114,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="render a few clouds and images once and re-serve them with fresh stamps")
     p.add_argument("--flat-ground", action="store_true",
                    help="the plane z = 0 instead of the rolling ground (cheaper; no roll or pitch)")
+    p.add_argument("--render-workers", type=_non_negative_int, default=0,
+                   help="threads that render clouds and images (0 = one per agent, at most one per core)")
     return p
 
 
@@ -135,6 +144,7 @@ def config_from_args(args: argparse.Namespace) -> SessionConfig:
         max_queued_bytes=args.max_queued_bytes,
         stats_period_s=args.stats_period_s,
         duration_s=args.duration_s,
+        render_workers=args.render_workers,
     )
 
 
