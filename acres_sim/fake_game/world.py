@@ -279,20 +279,45 @@ class Box:
 Primitive = Cylinder | Sphere | Box
 
 
-def bounding_spheres(p: Primitive) -> tuple[np.ndarray, np.ndarray]:
-    """Spheres that together cover the primitive, (K, 3) centres and (K,) radii, for culling: a
-    tall thin cylinder (a trunk, a post) is a stack of spheres about as wide as it is, so that
-    only rays near it are intersected with it rather than all those in one sphere round it."""
+def bounding_spheres(p: Primitive) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+    """For culling: one sphere round the primitive, centre (3,) and radius, plus spheres that
+    together cover it, (K, 3) centres and (K,) radii: a tall thin cylinder (a trunk, a post) is a
+    stack of spheres about as wide as it is, so that only rays near it are intersected with it."""
     if isinstance(p, Cylinder):
         count = max(1, min(16, math.ceil(p.height / (2.0 * p.radius))))
         half = 0.5 * p.height / count
         z = p.z0 + half * (2.0 * np.arange(count) + 1.0)
         centres = np.stack([np.full(count, p.x), np.full(count, p.y), z], axis=1)
-        return centres, np.full(count, math.hypot(p.radius, half))
+        return (np.array([p.x, p.y, p.z0 + 0.5 * p.height]), math.hypot(p.radius, 0.5 * p.height),
+                centres, np.full(count, math.hypot(p.radius, half)))
     if isinstance(p, Sphere):
-        return np.array([[p.x, p.y, p.z]]), np.array([p.radius])
-    lo, hi = np.array(p.lo), np.array(p.hi)
-    return (0.5 * (lo + hi))[None, :], np.array([0.5 * float(np.linalg.norm(hi - lo))])
+        centre, radius = np.array([p.x, p.y, p.z]), p.radius
+    else:
+        lo, hi = np.array(p.lo), np.array(p.hi)
+        centre, radius = 0.5 * (lo + hi), 0.5 * float(np.linalg.norm(hi - lo))
+    return centre, radius, centre[None, :], np.array([radius])
+
+
+def _groups_meeting(axes: np.ndarray, cone_cos: np.ndarray, cone_sin: np.ndarray, spheres, origin: np.ndarray,
+                    grow_m: float, max_range: float, everything: np.ndarray) -> np.ndarray:
+    """Indices of the cones (unit axes (G, 3) from `origin`, half angles given by cos and sin) that
+    meet any of the spheres (centres (K, 3) or (3,), radii), grown by grow_m. An angle test on
+    cosines: the angle to a centre is at most cone + the sphere's half angle
+    <=> its cosine is at least cos(cone) cos(half) - sin(cone) sin(half)."""
+    centres, radii = np.atleast_2d(spheres[0]), np.atleast_1d(spheres[1]) + grow_m
+    oc = centres - origin
+    span = np.sqrt(np.einsum("ki,ki->k", oc, oc))
+    if np.all(span - radii > max_range):
+        return everything[:0]
+    if np.any(span <= radii):
+        return everything
+    sin_half = radii / span
+    cos_half = np.sqrt(1.0 - sin_half * sin_half)
+    threshold = np.outer(cone_cos, cos_half) - np.outer(cone_sin, sin_half)  # cos(cone + half)
+    # cone + half beyond pi (no such cone here; the cosine would rise again): sin(cone + half) < 0
+    threshold[np.outer(cone_sin, cos_half) + np.outer(cone_cos, sin_half) < 0.0] = -2.0
+    cos_to = axes @ (oc / span[:, None]).T  # (G, K)
+    return everything[np.any(cos_to >= threshold, axis=1)]
 
 
 def horizontal_extent(p: Primitive) -> tuple[float, float, float, float]:
@@ -451,7 +476,7 @@ class Scene:
     north_field_half_x_m: float = 120.0
 
     @functools.cached_property
-    def culling_spheres(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    def culling_spheres(self) -> tuple[tuple[np.ndarray, float, np.ndarray, np.ndarray], ...]:
         """bounding_spheres() of every primitive, in order."""
         return tuple(bounding_spheres(p) for p in self.primitives)
 
@@ -664,35 +689,37 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
         _cast_crops(scene, scene.crops, dist, mat, lit, ox, oy, oz, d, max_range, sun_w)
 
     axes_world = bundle.axes @ rot.T
-    for prim, (centres, radii) in zip(scene.primitives, scene.culling_spheres):
-        radii = radii + slack_m  # a moving sensor: every origin is within slack_m of o
-        oc = centres - o
-        span = np.sqrt(np.einsum("ki,ki->k", oc, oc))
-        if np.all(span - radii > max_range):
+    cone = bundle.radii + slack_rad  # a moving sensor: every ray is within slack_rad of its cone
+    cone_cos, cone_sin = np.cos(cone), np.sin(cone)
+    everything = np.arange(len(bundle.axes))
+    for prim, spheres in zip(scene.primitives, scene.culling_spheres):
+        # every origin is within slack_m of o: grow the spheres by that
+        groups = _groups_meeting(axes_world, cone_cos, cone_sin, spheres[:2], o, slack_m, max_range,
+                                 everything)
+        if len(groups) and len(spheres[3]) > 1:  # the stack of spheres, for the groups near the whole
+            groups = groups[_groups_meeting(axes_world[groups], cone_cos[groups], cone_sin[groups],
+                                            spheres[2:], o, slack_m, max_range, np.arange(len(groups)))]
+        if not len(groups):
             continue
-        if np.any(span <= radii):
-            groups = np.arange(len(bundle.axes))
-        else:
-            half = np.arcsin(radii / span)
-            ang = np.arccos(np.clip(axes_world @ (oc / span[:, None]).T, -1.0, 1.0))  # (G, K)
-            groups = np.flatnonzero(np.any(ang <= half + (bundle.radii + slack_rad)[:, None], axis=1))
-            if not len(groups):
-                continue
         # an index repeated by an edge group is computed twice with the same result: harmless
         idx = bundle.groups[groups].ravel()
-        t, normal = _intersect(prim, o if ray_o is None else ray_o[:, idx], d[:, idx])
+        t, cap = _intersect(prim, o if ray_o is None else ray_o[:, idx], d[:, idx])
         better = t < np.minimum(dist[idx], max_range)
         if not better.any():
             continue
         sel = idx[better]
         dist[sel] = t[better]
-        nb = normal[:, better]
+        if lit is None and not isinstance(prim, Box):
+            mat[sel] = prim.material
+            continue
+        nb = _normals(prim, o if ray_o is None else ray_o[:, sel], d[:, sel], t[better],
+                      None if cap is None else cap[better])
         if isinstance(prim, Box):
             mat[sel] = np.where(nb[2] > 0.5, prim.roof_material, prim.material)
         else:
             mat[sel] = prim.material
         if lit is not None:
-            lit[sel] = np.clip(sun_w @ nb, 0.0, 1.0)
+            lit[sel] = np.clip(sun_w[0] * nb[0] + sun_w[1] * nb[1] + sun_w[2] * nb[2], 0.0, 1.0)
     return Hits(dist, mat, lit, d)
 
 
@@ -882,8 +909,9 @@ def _onto_terrain_grid(terrain: Terrain, dist: np.ndarray, down: np.ndarray, pla
     return sx, sy
 
 
-def _intersect(prim: Primitive, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Nearest positive hit distance per ray (inf: none) and the world normal there, (3, M).
+def _intersect(prim: Primitive, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Nearest positive hit distance per ray (inf: none), and for a cylinder whether that hit is on
+    its top cap (None for the others): what _normals() needs, which runs on the winning rays only.
 
     `o` is one origin (3,) or one per ray (3, M). A single origin is used as Python floats so that
     float32 rays stay float32 (NumPy 2 promotion)."""
@@ -912,36 +940,47 @@ def _intersect(prim: Primitive, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarra
                 t = np.where(use_cap, t_cap, t)
             else:
                 use_cap = np.zeros(len(t), bool)
-            t = t.astype(dtype, copy=False)
-            inv = 1.0 / prim.radius
-            normal = np.stack([np.where(use_cap, 0.0, (ox + t * dx) * inv),
-                               np.where(use_cap, 0.0, (oy + t * dy) * inv),
-                               use_cap]).astype(dtype)
-            return t, np.nan_to_num(normal, nan=0.0, posinf=0.0, neginf=0.0)
+            return t.astype(dtype, copy=False), use_cap
         if isinstance(prim, Sphere):
             ox, oy, oz = px - prim.x, py - prim.y, pz - prim.z
             b = ox * dx + oy * dy + oz * dz
             c = ox * ox + oy * oy + oz * oz - prim.radius * prim.radius
             disc = b * b - c
             t = -b - np.sqrt(disc)
-            t = np.where((disc >= 0.0) & (t > 0.0), t, np.inf).astype(dtype, copy=False)
-            inv = 1.0 / prim.radius
-            normal = np.stack([(ox + t * dx) * inv, (oy + t * dy) * inv, (oz + t * dz) * inv])
-            return t, np.nan_to_num(normal, nan=0.0, posinf=0.0, neginf=0.0)
+            return np.where((disc >= 0.0) & (t > 0.0), t, np.inf).astype(dtype, copy=False), None
         # slabs, one axis at a time; a zero direction component becomes a tiny one (no NaN)
         tiny = np.finfo(dtype).tiny
-        near = []
-        far = []
+        t_enter = t_exit = None
         for axis, origin in enumerate((px, py, pz)):
             da = d[axis]
             inv = 1.0 / np.where(da == 0.0, tiny, da)
             t1 = (prim.lo[axis] - origin) * inv
             t2 = (prim.hi[axis] - origin) * inv
-            near.append(np.minimum(t1, t2))
-            far.append(np.maximum(t1, t2))
-        t_enter = np.maximum(np.maximum(near[0], near[1]), near[2])
-        t_exit = np.minimum(np.minimum(far[0], far[1]), far[2])
-        t = np.where((t_enter <= t_exit) & (t_enter > 0.0), t_enter, np.inf).astype(dtype, copy=False)
-        # the entry face is on the axis whose slab was entered last; its normal faces the ray
-        normal = np.stack([np.where(near[axis] == t_enter, -np.sign(d[axis]), 0.0) for axis in range(3)])
-        return t, normal.astype(dtype, copy=False)
+            near, far = np.minimum(t1, t2), np.maximum(t1, t2)
+            t_enter = near if t_enter is None else np.maximum(t_enter, near)
+            t_exit = far if t_exit is None else np.minimum(t_exit, far)
+        t = np.where((t_enter <= t_exit) & (t_enter > 0.0), t_enter, np.inf)
+        return t.astype(dtype, copy=False), None
+
+
+def _normals(prim: Primitive, o: np.ndarray, d: np.ndarray, t: np.ndarray, cap: np.ndarray | None
+             ) -> np.ndarray:
+    """World normals (3, M) at the hits t of rays (o, d) on `prim` (cap: from _intersect)."""
+    dtype = d.dtype
+    px, py, pz = (float(v) for v in o) if o.ndim == 1 else (o[0], o[1], o[2])
+    hx, hy, hz = px + t * d[0], py + t * d[1], pz + t * d[2]
+    if isinstance(prim, Cylinder):
+        inv = 1.0 / prim.radius
+        side = ~cap
+        return np.stack([(hx - prim.x) * inv * side, (hy - prim.y) * inv * side, cap]).astype(dtype)
+    if isinstance(prim, Sphere):
+        inv = 1.0 / prim.radius
+        return np.stack([(hx - prim.x) * inv, (hy - prim.y) * inv, (hz - prim.z) * inv]).astype(dtype)
+    # the entry face: the one the hit point is nearest to; its normal faces the ray
+    gaps = [np.minimum(np.abs(h - lo), np.abs(h - hi)) for h, lo, hi in zip((hx, hy, hz), prim.lo, prim.hi)]
+    face = np.argmin(np.stack(gaps), axis=0)
+    normal = np.zeros((3, len(t)), dtype)
+    for axis in range(3):
+        on = face == axis
+        normal[axis, on] = -np.sign(d[axis, on])
+    return normal
