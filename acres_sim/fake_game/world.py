@@ -649,7 +649,7 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
     # one origin as scalars of the rays' dtype (float32 rays stay float32), or one per ray
     ox, oy, oz = (dtype.type(v) for v in o) if ray_o is None else ray_o
     terrain = scene.terrain
-    slopes = None
+    slopes = shade = None
     if terrain is None:
         under, plane_dz = 0.0, d[2]
     else:
@@ -661,11 +661,11 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
         down = (plane_dz < -1e-9) & (oz > under)
         np.divide(under - oz, plane_dz, out=dist, where=down)
         if terrain is not None and ground_grid is not None:
-            slopes = _onto_terrain_grid(terrain, dist, down, plane_dz, float(ox), float(oy), float(oz), d,
-                                        ground_iterations, ground_grid)
+            shade = _onto_terrain_grid(terrain, dist, down, plane_dz, float(ox), float(oy), float(oz), d,
+                                       ground_iterations, ground_grid, sun_w)
         elif terrain is not None:
             slopes = _onto_terrain(terrain, dist, down, ox, oy, oz, d, ground_iterations,
-                                   ground_tolerance_m)
+                                   ground_tolerance_m, slopes=sun_w is not None)
         hit = dist <= max_range
         dist[~hit] = np.inf
         # the texture only where the ground is hit (an image's sky is a third of its pixels)
@@ -679,11 +679,10 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
         if lit is not None:
             if terrain is None:
                 lit[hit] = max(0.0, float(sun_w[2]))
-            else:  # the sun on the slope: normal (-dz/dx, -dz/dy, 1) / norm
-                sx, sy = slopes[0][on], slopes[1][on]
-                ux, uy, uz = (float(v) for v in sun_w)
-                shade = (uz - ux * sx - uy * sy) / np.sqrt(1.0 + sx * sx + sy * sy)
-                lit[on] = np.clip(shade, 0.0, 1.0)
+            elif shade is not None:
+                np.copyto(lit, shade, where=hit)
+            else:  # the sun on the slope
+                lit[on] = _ground_shade(slopes[0][on], slopes[1][on], sun_w)
 
     if scene.crops is not None:
         _cast_crops(scene, scene.crops, dist, mat, lit, ox, oy, oz, d, max_range, sun_w)
@@ -738,25 +737,31 @@ def _rotate(rotation: np.ndarray, dirs: np.ndarray) -> np.ndarray:
 
 
 def _onto_terrain(terrain: Terrain, dist: np.ndarray, down: np.ndarray, ox, oy, oz, d: np.ndarray,
-                  iterations: int, tolerance_m: float | None) -> tuple[np.ndarray, np.ndarray]:
+                  iterations: int, tolerance_m: float | None, slopes: bool = True
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
     """Newton on f(t) = oz + t dz - h(ox + t dx, oy + t dy) for the rays in `down`, from their
     distance to the ground's tangent plane at the origin (in `dist`); the result replaces it.
 
     Rays whose last step was still over tolerance_m (grazing rays) get inf. Returns the
-    ground slope (dz/dx, dz/dy) per ray where the last step started (0 elsewhere), for shading.
+    ground slope (dz/dx, dz/dy) per ray at its hit (0 elsewhere), for shading, when `slopes`.
     Rays that do not descend against the tangent plane never meet this gentle ground in range."""
-    sx_all = np.zeros(dist.shape, dist.dtype)
-    sy_all = np.zeros(dist.shape, dist.dtype)
     idx = np.flatnonzero(down)
+    sx_all = sy_all = None
+    if slopes:
+        sx_all = np.zeros(dist.shape, dist.dtype)
+        sy_all = np.zeros(dist.shape, dist.dtype)
     if idx.size and iterations >= 1:
-        dist[idx], sx_all[idx], sy_all[idx] = _newton(terrain, idx, dist[idx], ox, oy, oz, d, iterations,
-                                                      tolerance_m)
-    return sx_all, sy_all
+        dist[idx], sx, sy = _newton(terrain, idx, dist[idx], ox, oy, oz, d, iterations, tolerance_m, slopes)
+        if slopes:
+            sx_all[idx], sy_all[idx] = sx, sy
+    return (sx_all, sy_all) if slopes else None
 
 
 def _newton(terrain: Terrain, idx: np.ndarray, t0: np.ndarray, ox, oy, oz, d: np.ndarray, iterations: int,
-            tolerance_m: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The rays `idx` of `d` from their first distances t0: (distance, slope x, slope y) each."""
+            tolerance_m: float | None, slopes: bool = True
+            ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The rays `idx` of `d` from their first distances t0: (distance, slope x, slope y) each, the
+    slopes (for shading) at the final distance when asked for, else None."""
     # float32 throughout: half the cost of the trigonometry, and 1e-5 m at 100 m is far finer than
     # a cloud's own float32 points
     f32 = np.float32
@@ -769,13 +774,29 @@ def _newton(terrain: Terrain, idx: np.ndarray, t0: np.ndarray, ox, oy, oz, d: np
     # 2 + 3 steps, against 82-87 % in 4 plain ones of the same cost.
     swells = terrain.swells if iterations >= 3 else None
     stages = [(swells, 2), (terrain, iterations - 1)] if swells is not None else [(terrain, iterations)]
-    step = sx = sy = np.zeros(t.shape, f32)
+    step = np.zeros(t.shape, f32)
+    arg, wave = np.empty_like(t), np.empty_like(t)
     with np.errstate(over="ignore", invalid="ignore"):  # near-parallel rays: inf, dropped below
         for surface, count in stages:
+            # Along a ray every wave's phase is linear in t: phase0 + t rate, so an iteration
+            # needs no ground point and only the ground's rate along the ray, not its slopes.
+            terms = [(f32(a), kx * px + ky * py + ph, (kx * dx + ky * dy).astype(f32, copy=False))
+                     for a, kx, ky, ph in surface._k]  # type: ignore[attr-defined]
             for _ in range(count):
-                h, sx, sy = surface.height_and_slope(px + t * dx, py + t * dy)
-                slope = dz - sx * dx - sy * dy  # df/dt < 0 while the ray descends faster than the ground
-                step = (pz + t * dz - h) / np.minimum(slope, -1e-3)
+                h = np.zeros_like(t)
+                rise = np.zeros_like(t)  # dh/dt along the ray
+                for amplitude, phase0, rate in terms:
+                    np.multiply(rate, t, out=arg)
+                    arg += phase0
+                    np.cos(arg, out=wave)
+                    wave *= amplitude
+                    h += wave
+                    np.sin(arg, out=wave)
+                    wave *= rate
+                    wave *= amplitude
+                    rise -= wave
+                # df/dt = dz - dh/dt < 0 while the ray descends faster than the ground
+                step = (pz + t * dz - h) / np.minimum(dz - rise, f32(-1e-3))
                 t = t - step
     # Newton converges quadratically: after a last step under 1 cm the error is far below it
     bad = ~(t > 0.0)
@@ -784,6 +805,10 @@ def _newton(terrain: Terrain, idx: np.ndarray, t0: np.ndarray, ox, oy, oz, d: np
         t[bad] = np.inf
     else:  # an image: a ray thrown off keeps the tangent plane's distance, rather than a hole
         t[bad] = t0[bad]
+    if not slopes:
+        return t, None, None
+    with np.errstate(invalid="ignore"):
+        _h, sx, sy = terrain.height_and_slope(px + t * dx, py + t * dy)
     return t, sx, sy
 
 
@@ -875,19 +900,28 @@ def _blocks(values: np.ndarray, step: int, height: int, width: int) -> np.ndarra
     return np.repeat(np.repeat(values, step, axis=0), step, axis=1)[:height, :width].ravel()
 
 
+def _ground_shade(sx: np.ndarray, sy: np.ndarray, sun_w: np.ndarray) -> np.ndarray:
+    """Cosine between the sun and the ground's normal (-dz/dx, -dz/dy, 1) / norm, clipped to 0..1."""
+    ux, uy, uz = (float(v) for v in sun_w)
+    shade = (uz - ux * sx - uy * sy) / np.sqrt(1.0 + sx * sx + sy * sy)
+    return np.clip(shade, 0.0, 1.0, out=shade)
+
+
 def _onto_terrain_grid(terrain: Terrain, dist: np.ndarray, down: np.ndarray, plane_dz: np.ndarray,
                        ox: float, oy: float, oz: float, d: np.ndarray, iterations: int,
-                       grid: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+                       grid: tuple[int, int, int], sun_w: np.ndarray | None) -> np.ndarray | None:
     """_onto_terrain on a coarse grid of an image's rays, interpolated to all of them: what is
     interpolated is the ground's height above the tangent plane at the hit (smooth across the
-    image), and the slope for shading. Rays in `down` keep their tangent-plane distance plus that
-    height over the plane's rate of approach."""
+    image). Rays in `down` keep their tangent-plane distance plus that height over the plane's rate
+    of approach. Returns the sun's shading of the ground per ray (with a sun; else None), from the
+    grid's slopes for each step x step block."""
     height, width, step = grid
     rows, cols = _grid_axis(height, step), _grid_axis(width, step)
     sub = (rows[0][:, None] * width + cols[0][None, :]).ravel()
     sub_dist = dist[sub].copy()
     sub_down = down[sub]
-    slopes = _onto_terrain(terrain, sub_dist, sub_down, ox, oy, oz, d[:, sub], iterations, None)
+    slopes = _onto_terrain(terrain, sub_dist, sub_down, ox, oy, oz, d[:, sub], iterations, None,
+                           slopes=sun_w is not None)
     approach = -plane_dz[sub]
     with np.errstate(invalid="ignore"):
         lift = np.where(sub_down & np.isfinite(sub_dist), (sub_dist - dist[sub]) * approach, 0.0)
@@ -898,15 +932,21 @@ def _onto_terrain_grid(terrain: Terrain, dist: np.ndarray, down: np.ndarray, pla
     near = (sub_down & (sub_dist < _GRID_NEAR_M)).reshape(shape)
     cell_near = near[:-1, :-1] & near[1:, :-1] & near[:-1, 1:] & near[1:, 1:]  # all four corners
     alone = down & ~cell_near[rows[1]][:, cols[1]].ravel()
-    regular = (slice(0, (height + step - 1) // step), slice(0, (width + step - 1) // step))
-    sx, sy = (_blocks(s.reshape(shape)[regular], step, height, width) for s in slopes)
+    shade = None
+    if slopes is not None:
+        regular = (slice(0, (height + step - 1) // step), slice(0, (width + step - 1) // step))
+        coarse = _ground_shade(slopes[0], slopes[1], sun_w).astype(np.float32)
+        shade = _blocks(coarse.reshape(shape)[regular], step, height, width)
     with np.errstate(divide="ignore", invalid="ignore"):
         np.add(dist, lift_all / -plane_dz, out=dist, where=down & ~alone)
     dist[down & ~(dist > 0.0)] = np.inf
     own = np.flatnonzero(alone)
     if own.size:
-        dist[own], sx[own], sy[own] = _newton(terrain, own, dist[own], ox, oy, oz, d, iterations, None)
-    return sx, sy
+        dist[own], sx, sy = _newton(terrain, own, dist[own], ox, oy, oz, d, iterations, None,
+                                    slopes=shade is not None)
+        if shade is not None:
+            shade[own] = _ground_shade(sx, sy, sun_w)
+    return shade
 
 
 def _intersect(prim: Primitive, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
