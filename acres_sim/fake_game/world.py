@@ -820,10 +820,16 @@ def _cast_crops(scene: Scene, crops: CropRows, dist: np.ndarray, mat: np.ndarray
     the first row it crosses from there on is checked (and the next, in case the ground rose)."""
     dx, dy, dz = d[0], d[1], d[2]
     per_ray = np.ndim(ox) != 0
-    with np.errstate(divide="ignore"):
-        # only rays that reach the field's edge before anything else stopped them
-        reach = (crops.y_min - oy) / np.where(dy > 1e-6, dy, np.inf)
-    toward = (dy > 1e-6) & (dz < 0.0) & (oy < crops.y_min) & (reach < dist) & (reach < max_range)
+    if not per_ray and oy >= crops.y_min:
+        return
+    # only descending rays that reach the field's edge before anything else stopped them (and in
+    # range): (y_min - oy) / dy < min(dist, max_range), as one product; false for dy <= 0
+    toward = np.minimum(dist, dist.dtype.type(max_range))
+    toward *= dy
+    toward = toward > crops.y_min - oy
+    toward &= dz < 0.0
+    if per_ray:
+        toward &= oy < crops.y_min
     idx = np.flatnonzero(toward)
     if not idx.size:
         return
@@ -832,7 +838,7 @@ def _cast_crops(scene: Scene, crops: CropRows, dist: np.ndarray, mat: np.ndarray
     f32 = np.float32
     px, py, pz = (f32(v) if not per_ray else v[idx].astype(f32) for v in (ox, oy, oz))
     ddx, ddy, ddz = (d[axis, idx].astype(f32, copy=False) for axis in range(3))
-    t_in = reach[idx].astype(f32, copy=False)
+    t_in = (f32(crops.y_min) - py) / ddy
     edge = scene.ground_height(px + t_in * ddx, py + t_in * ddy) + f32(crops.height_m)
     t_start = np.maximum(t_in, (pz - edge) / -ddz)
     # the first row crossed at or after t_start (rows run north-south: walls x = const)
@@ -914,7 +920,7 @@ def _onto_terrain_grid(terrain: Terrain, dist: np.ndarray, down: np.ndarray, pla
     interpolated is the ground's height above the tangent plane at the hit (smooth across the
     image). Rays in `down` keep their tangent-plane distance plus that height over the plane's rate
     of approach. Returns the sun's shading of the ground per ray (with a sun; else None), from the
-    grid's slopes for each step x step block."""
+    grid's slope for each step x step block."""
     height, width, step = grid
     rows, cols = _grid_axis(height, step), _grid_axis(width, step)
     sub = (rows[0][:, None] * width + cols[0][None, :]).ravel()
@@ -941,11 +947,8 @@ def _onto_terrain_grid(terrain: Terrain, dist: np.ndarray, down: np.ndarray, pla
         np.add(dist, lift_all / -plane_dz, out=dist, where=down & ~alone)
     dist[down & ~(dist > 0.0)] = np.inf
     own = np.flatnonzero(alone)
-    if own.size:
-        dist[own], sx, sy = _newton(terrain, own, dist[own], ox, oy, oz, d, iterations, None,
-                                    slopes=shade is not None)
-        if shade is not None:
-            shade[own] = _ground_shade(sx, sy, sun_w)
+    if own.size:  # shaded by their block too: far ground, where a block is metres wide anyway
+        dist[own] = _newton(terrain, own, dist[own], ox, oy, oz, d, iterations, None, slopes=False)[0]
     return shade
 
 
