@@ -162,8 +162,9 @@ def _rotation_matrices(vectors: np.ndarray) -> np.ndarray:
     kx = np.zeros((len(vectors), 3, 3))
     kx[:, 0, 1], kx[:, 0, 2], kx[:, 1, 2] = -k[:, 2], k[:, 1], -k[:, 0]
     kx[:, 1, 0], kx[:, 2, 0], kx[:, 2, 1] = k[:, 2], -k[:, 1], k[:, 0]
-    s, c = np.sin(angle)[:, None, None], (1.0 - np.cos(angle))[:, None, None]
-    return np.eye(3) + s * kx + c * (kx @ kx)
+    cos, s = np.cos(angle)[:, None, None], np.sin(angle)[:, None, None]
+    # cos I + sin [k]x + (1 - cos) k k^T: no stack of 3x3 matrix products
+    return cos * np.eye(3) + s * kx + (1.0 - cos) * (k[:, :, None] * k[:, None, :])
 
 
 def _sweep_poses(times: np.ndarray, pose_at: Callable[[float], Pose], knots: int

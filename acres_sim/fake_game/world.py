@@ -279,45 +279,61 @@ class Box:
 Primitive = Cylinder | Sphere | Box
 
 
-def bounding_spheres(p: Primitive) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
-    """For culling: one sphere round the primitive, centre (3,) and radius, plus spheres that
-    together cover it, (K, 3) centres and (K,) radii: a tall thin cylinder (a trunk, a post) is a
-    stack of spheres about as wide as it is, so that only rays near it are intersected with it."""
+def bounding_spheres(p: Primitive) -> tuple[np.ndarray, np.ndarray]:
+    """Spheres that together cover the primitive, (K, 3) centres and (K,) radii, for culling: a
+    tall thin cylinder (a trunk, a post) is a stack of spheres about as wide as it is, so that
+    only rays near it are intersected with it rather than all those in one sphere round it."""
     if isinstance(p, Cylinder):
         count = max(1, min(16, math.ceil(p.height / (2.0 * p.radius))))
         half = 0.5 * p.height / count
         z = p.z0 + half * (2.0 * np.arange(count) + 1.0)
         centres = np.stack([np.full(count, p.x), np.full(count, p.y), z], axis=1)
-        return (np.array([p.x, p.y, p.z0 + 0.5 * p.height]), math.hypot(p.radius, 0.5 * p.height),
-                centres, np.full(count, math.hypot(p.radius, half)))
+        return centres, np.full(count, math.hypot(p.radius, half))
     if isinstance(p, Sphere):
-        centre, radius = np.array([p.x, p.y, p.z]), p.radius
-    else:
-        lo, hi = np.array(p.lo), np.array(p.hi)
-        centre, radius = 0.5 * (lo + hi), 0.5 * float(np.linalg.norm(hi - lo))
-    return centre, radius, centre[None, :], np.array([radius])
+        return np.array([[p.x, p.y, p.z]]), np.array([p.radius])
+    lo, hi = np.array(p.lo), np.array(p.hi)
+    return (0.5 * (lo + hi))[None, :], np.array([0.5 * float(np.linalg.norm(hi - lo))])
 
 
-def _groups_meeting(axes: np.ndarray, cone_cos: np.ndarray, cone_sin: np.ndarray, spheres, origin: np.ndarray,
-                    grow_m: float, max_range: float, everything: np.ndarray) -> np.ndarray:
-    """Indices of the cones (unit axes (G, 3) from `origin`, half angles given by cos and sin) that
-    meet any of the spheres (centres (K, 3) or (3,), radii), grown by grow_m. An angle test on
+def _cull(spheres: CullingSpheres, axes: np.ndarray, cone: np.ndarray, origin: np.ndarray, grow_m: float,
+          max_range: float) -> np.ndarray:
+    """(P, G): whether the cone of group g (unit axes (G, 3) from `origin`, half angles `cone`)
+    meets any culling sphere of primitive p, the spheres grown by grow_m. An angle test on
     cosines: the angle to a centre is at most cone + the sphere's half angle
     <=> its cosine is at least cos(cone) cos(half) - sin(cone) sin(half)."""
-    centres, radii = np.atleast_2d(spheres[0]), np.atleast_1d(spheres[1]) + grow_m
-    oc = centres - origin
+    oc = spheres.centres - origin
     span = np.sqrt(np.einsum("ki,ki->k", oc, oc))
-    if np.all(span - radii > max_range):
-        return everything[:0]
-    if np.any(span <= radii):
-        return everything
-    sin_half = radii / span
+    radii = spheres.radii + grow_m
+    inside = span <= radii
+    sin_half = np.where(inside, 1.0, radii / np.where(inside, 1.0, span))
     cos_half = np.sqrt(1.0 - sin_half * sin_half)
-    threshold = np.outer(cone_cos, cos_half) - np.outer(cone_sin, sin_half)  # cos(cone + half)
-    # cone + half beyond pi (no such cone here; the cosine would rise again): sin(cone + half) < 0
-    threshold[np.outer(cone_sin, cos_half) + np.outer(cone_cos, sin_half) < 0.0] = -2.0
-    cos_to = axes @ (oc / span[:, None]).T  # (G, K)
-    return everything[np.any(cos_to >= threshold, axis=1)]
+    cone_cos, cone_sin = np.cos(cone)[:, None], np.sin(cone)[:, None]
+    threshold = cone_cos * cos_half - cone_sin * sin_half  # (G, S): cos(cone + half)
+    # cone + half beyond pi (a sensor inside a sphere): sin(cone + half) < 0, every angle passes
+    threshold[cone_sin * cos_half + cone_cos * sin_half < 0.0] = -2.0
+    meets = (axes @ (oc / np.maximum(span, 1e-9)[:, None]).T) >= threshold
+    meets[:, (span - radii > max_range)] = False
+    meets[:, inside] = True
+    return np.logical_or.reduceat(meets, spheres.first, axis=1).T
+
+
+@dataclass(frozen=True)
+class CullingSpheres:
+    """The culling spheres of a scene's primitives, one array: (S, 3) centres, (S,) radii, and the
+    index of each primitive's first sphere."""
+
+    centres: np.ndarray
+    radii: np.ndarray
+    first: np.ndarray
+
+    @staticmethod
+    def of(primitives) -> CullingSpheres:
+        parts = [bounding_spheres(p) for p in primitives]
+        counts = [len(r) for _c, r in parts]
+        if not parts:
+            return CullingSpheres(np.zeros((0, 3)), np.zeros(0), np.zeros(0, np.intp))
+        return CullingSpheres(np.concatenate([c for c, _r in parts]), np.concatenate([r for _c, r in parts]),
+                              np.cumsum([0] + counts[:-1]).astype(np.intp))
 
 
 def horizontal_extent(p: Primitive) -> tuple[float, float, float, float]:
@@ -476,9 +492,9 @@ class Scene:
     north_field_half_x_m: float = 120.0
 
     @functools.cached_property
-    def culling_spheres(self) -> tuple[tuple[np.ndarray, float, np.ndarray, np.ndarray], ...]:
-        """bounding_spheres() of every primitive, in order."""
-        return tuple(bounding_spheres(p) for p in self.primitives)
+    def culling_spheres(self) -> CullingSpheres:
+        """The primitives' culling spheres, for the ray caster."""
+        return CullingSpheres.of(self.primitives)
 
     def ground_height(self, x, y):
         """z of the ground at (x, y) (0 without terrain)."""
@@ -688,16 +704,11 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
         _cast_crops(scene, scene.crops, dist, mat, lit, ox, oy, oz, d, max_range, sun_w)
 
     axes_world = bundle.axes @ rot.T
-    cone = bundle.radii + slack_rad  # a moving sensor: every ray is within slack_rad of its cone
-    cone_cos, cone_sin = np.cos(cone), np.sin(cone)
-    everything = np.arange(len(bundle.axes))
-    for prim, spheres in zip(scene.primitives, scene.culling_spheres):
-        # every origin is within slack_m of o: grow the spheres by that
-        groups = _groups_meeting(axes_world, cone_cos, cone_sin, spheres[:2], o, slack_m, max_range,
-                                 everything)
-        if len(groups) and len(spheres[3]) > 1:  # the stack of spheres, for the groups near the whole
-            groups = groups[_groups_meeting(axes_world[groups], cone_cos[groups], cone_sin[groups],
-                                            spheres[2:], o, slack_m, max_range, np.arange(len(groups)))]
+    # a moving sensor: every ray is within slack_rad of its cone, every origin within slack_m of o
+    near = _cull(scene.culling_spheres, axes_world, bundle.radii + slack_rad, o, slack_m, max_range) \
+        if scene.primitives else None
+    for prim, meets in zip(scene.primitives, near if near is not None else ()):
+        groups = np.flatnonzero(meets)
         if not len(groups):
             continue
         # an index repeated by an edge group is computed twice with the same result: harmless
