@@ -134,7 +134,8 @@ class Georeference:
         lon, lat = self._map([gx, gx, gx], [gy, gy - 0.5, gy + 0.5], inverse=True)
         e, n = self._utm(lon, lat)
         rotation = math.degrees(math.atan2(e[2] - e[1], n[2] - n[1]))
-        return GeoFix(float(lat[0]), float(lon[0]), self.origin_height_m + z, float(e[0]), float(n[0]), rotation)
+        return GeoFix(float(lat[0]), float(lon[0]), self.origin_height_m + z, float(e[0]), float(n[0]),
+                      rotation)
 
     @staticmethod
     def enu_to_utm_quaternion(q_enu_xyzw: np.ndarray, grid_rotation_deg: float) -> np.ndarray:
