@@ -537,6 +537,34 @@ def test_drive_profile_is_continuous_and_periodic():
         world.DriveProfile(speed=3.0, lap_m=270.0, stop_at_m=2.0)
 
 
+def test_render_threads_one_per_agent_by_default_or_as_asked():
+    import os
+    import threading
+
+    from acres_sim.fake_game.cli import build_parser, config_from_args
+    from acres_sim.fake_game.session import Session, SessionConfig
+
+    def render_threads() -> int:
+        return sum(1 for t in threading.enumerate() if t.name.startswith("render-") and t.is_alive())
+
+    two_agents = ["--ports", "0,0", "--vehicles", "polaris,maxxum", "--agents", "a,b"]
+    cases = ((two_agents, min(2, os.cpu_count() or 1)), (["--port", "0"], 1),
+             (["--port", "0", "--render-workers", "3"], 3))
+    for argv, expected in cases:
+        before = render_threads()
+        session = Session(config_from_args(build_parser().parse_args(argv)), log=lambda line: None)
+        session._start()
+        try:
+            assert render_threads() - before == expected, argv
+        finally:
+            session.stop()
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--render-workers", "-1"])
+    with pytest.raises(ValueError, match="render_workers"):
+        SessionConfig(agents=config_from_args(build_parser().parse_args(["--port", "0"])).agents,
+                      render_workers=-1)
+
+
 def test_flat_ground_option_gives_the_plane_to_every_agent():
     from acres_sim.fake_game.cli import build_parser, config_from_args
     from acres_sim.fake_game.session import Session

@@ -47,6 +47,7 @@ class FakeGameNode(Node):
         max_queued_bytes = int(self.declare_parameter("max_queued_bytes", DEFAULT_MAX_QUEUED_BYTES).value)
         stats_period_s = float(self.declare_parameter("stats_period_s", 30.0).value)
         duration_s = float(self.declare_parameter("duration_s", 0.0).value)
+        render_workers = int(self.declare_parameter("render_workers", 0).value)
 
         if lockstep and control_port == 0:
             raise ValueError("lockstep needs control_port (the world only moves on step requests)")
@@ -60,6 +61,7 @@ class FakeGameNode(Node):
             noise=noise,
             cached=cached,
             flat_ground=flat_ground,
+            render_workers=render_workers,
             max_queued_bytes=max_queued_bytes,
             stats_period_s=stats_period_s,
             duration_s=duration_s,

@@ -646,7 +646,7 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
     o = np.asarray(origin, np.float64)
     rot = np.asarray(rotation, np.float64)
     if motion is None:
-        d = _rotate(rot, bundle.dirs)  # (3, N)
+        d = rot.astype(dtype) @ bundle.dirs  # (3, N)
         ray_o: np.ndarray | None = None
         slack_m = slack_rad = 0.0
     else:
@@ -732,20 +732,6 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
         if lit is not None:
             lit[sel] = np.clip(sun_w[0] * nb[0] + sun_w[1] * nb[1] + sun_w[2] * nb[2], 0.0, 1.0)
     return Hits(dist, mat, lit, d)
-
-
-def _rotate(rotation: np.ndarray, dirs: np.ndarray) -> np.ndarray:
-    """rotation @ dirs for (3, N) dirs, in their dtype, as nine scaled adds: a BLAS matmul of this
-    shape runs on every core and spins there, doubling a render's CPU time for no gain."""
-    r = rotation.astype(dirs.dtype)
-    out = np.empty_like(dirs)
-    tmp = np.empty_like(dirs[0])
-    for i in range(3):
-        row = out[i]
-        np.multiply(dirs[0], r[i, 0], out=row)
-        row += np.multiply(dirs[1], r[i, 1], out=tmp)
-        row += np.multiply(dirs[2], r[i, 2], out=tmp)
-    return out
 
 
 def _onto_terrain(terrain: Terrain, dist: np.ndarray, down: np.ndarray, ox, oy, oz, d: np.ndarray,
