@@ -98,7 +98,7 @@ class LidarModel:
         self._dirs32 = dirs.astype(np.float32)
         # culling groups: 10 columns x 8 rings
         groups = block_groups(config.columns, config.rings, min(10, config.columns), min(8, config.rings))
-        self.bundle = RayBundle.build(dirs.reshape(-1, 3), groups)
+        self.bundle = RayBundle.build(dirs.reshape(-1, 3), groups, np.float32)
 
     def render(self, scene: Scene, sensor: Pose, rng: np.random.Generator | None) -> np.ndarray:
         """(columns, rings, 4) float32 from a sensor that stands still: x, y, z in the sensor frame
@@ -124,7 +124,9 @@ class LidarModel:
         turn = _rotation_vectors(np.einsum("cji,jk->cik", rotations, rotations[mid]))  # R_c^T R_mid
         slack_m = float(np.linalg.norm(positions - positions[mid], axis=1).max())
         slack_rad = float(np.linalg.norm(turn, axis=1).max()) + 1e-9
-        motion = Motion(origins, dirs, slack_m=slack_m, slack_rad=slack_rad)
+        # float32 like the cloud itself (7.6 um steps at 100 m): half the memory traffic of float64
+        motion = Motion(origins.astype(np.float32), dirs.astype(np.float32), slack_m=slack_m,
+                        slack_rad=slack_rad)
         hits = cast(scene, self.bundle, positions[mid], rotations[mid], cfg.range_m, motion=motion)
         return self._points(hits, rng)
 

@@ -629,8 +629,8 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
     """Cast every ray of `bundle` from `origin` (world, m) with sensor->world `rotation`, or, with
     `motion`, from per-ray origins along per-ray directions.
 
-    Hits beyond max_range count as no hit. Works in the dtype of bundle.dirs (float64 for the
-    LiDAR, float32 for the camera). On terrain, ground hits are refined with `ground_iterations`
+    Hits beyond max_range count as no hit. Works in the dtype of bundle.dirs (float32 for the
+    sensors of fake_game; float64 works too). On terrain, ground hits are refined with `ground_iterations`
     Newton steps from the tangent plane; a ray whose last step still moved it by more than
     `ground_tolerance_m` has not converged and gets no ground hit (None: keep it, for an image).
     A converged LiDAR ground return is within 0.1 mm of the surface; a ray that grazes the short
