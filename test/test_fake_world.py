@@ -609,3 +609,32 @@ def test_crop_rows_are_plants_with_height():
     # the returns carry the crop's reflectivity
     cloud = sim.lidar_points(t)
     assert (cloud[..., 3] == world.INTENSITY_TABLE[world.MAT["crop"]]).sum() >= on_plants.sum()
+
+
+@pytest.mark.parametrize("t", [1.0, 30.0, 62.0, 85.0])
+def test_culling_drops_only_rays_that_miss(t):
+    """Cast with the primitives' culling spheres and with spheres so big that every ray is
+    intersected with every primitive: the same hits, to the bit, for the LiDAR and the camera."""
+    import dataclasses
+
+    from acres_sim.fake_game.sensors import _SUN, CameraModel
+
+    sim = AgentSimulator(vehicle_hello("polaris"), noise=False)
+    scene = sim.scene
+    spheres = scene.culling_spheres
+    everything = dataclasses.replace(scene)
+    everything.__dict__["culling_spheres"] = world.CullingSpheres(
+        spheres.centres, spheres.radii + 1e4, spheres.first)
+    cam = sim.hello.camera
+    camera = CameraModel(cam)
+    pose = sim.body_pose(t).compose(cam.position_flu_m, cam.rpy_deg)
+    lidar = sim.lidar_pose(t)
+    object_hits = 0
+    for bundle, p, sun in ((camera.bundle, pose, _SUN), (sim._lidar.bundle, lidar, None)):
+        culled, full = (world.cast(s, bundle, p.position, p.rotation, 200.0, sun=sun)
+                        for s in (scene, everything))
+        assert np.array_equal(culled.distance, full.distance)
+        assert np.array_equal(culled.material, full.material)
+        objects = [world.MAT[m] for m in ("trunk", "foliage", "wall", "roof", "post")]
+        object_hits += int(np.isin(full.material, objects).sum())
+    assert object_hits > 100  # the sensors see objects there, so culling had work to do
