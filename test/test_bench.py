@@ -109,3 +109,36 @@ def test_bench_runs_and_writes_its_figures(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "acres_sim.bench", "--only", "nonsense"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "unknown measurement" in bad.stderr
+
+
+def test_raw_subscriber_reads_the_stamps_the_messages_carry():
+    """The raw subscriber's CDR reading against rclpy's own serialization of every message type the
+    bench subscribes to, with frame names of every length modulo 4 (CDR string alignment)."""
+    from rclpy.serialization import serialize_message
+
+    from acres_sim.bench.messages import bridge_topics, message_type
+    from acres_sim.bench.subscriber import _stamp_of, raw_child_frame, raw_stamp_of
+
+    types = {type_name for _topic, type_name, _kind in bridge_topics(polaris_period().hello)} | {"UInt64"}
+    assert {"Clock", "TFMessage", "PointCloud2", "Image", "Imu", "NavSatFix", "Odometry"} <= types
+    for type_name in sorted(types):
+        msg = message_type(type_name)()
+        if type_name == "UInt64":
+            msg.data = 2**40 + 7
+        elif type_name == "Clock":
+            msg.clock.sec, msg.clock.nanosec = 1234, 567_890_123
+        elif type_name == "TFMessage":
+            from geometry_msgs.msg import TransformStamped
+            for frame in ("o", "od", "odo", "odom"):
+                t = TransformStamped()
+                t.header.stamp.sec, t.header.stamp.nanosec = 77, 999_999_999
+                t.header.frame_id, t.child_frame_id = frame, f"polaris/{frame}_child"
+                msg.transforms = [t]
+                data = serialize_message(msg)
+                assert raw_stamp_of(type_name)(data) == _stamp_of(type_name)(msg) == 77_999_999_999
+                assert raw_child_frame(data) == f"polaris/{frame}_child"
+            continue
+        else:
+            msg.header.stamp.sec, msg.header.stamp.nanosec = 1_700_000_000, 123_456_789
+            msg.header.frame_id = "lidar"
+        assert raw_stamp_of(type_name)(serialize_message(msg)) == _stamp_of(type_name)(msg), type_name

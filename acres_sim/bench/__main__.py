@@ -1,5 +1,6 @@
-"""`python3 -m acres_sim.bench [--seconds 10] [--json FILE] [--only a,b]`: every figure of the
-performance targets, measured side by side in one run; prints one table and writes JSON.
+"""`python3 -m acres_sim.bench [--seconds 10] [--json FILE] [--only a,b] [--raw-subscriber]`: every
+figure of the performance targets, measured side by side in one run; prints one table and writes
+JSON. --raw-subscriber: the subscriber processes take serialized messages (no Python message built).
 
 Measurements (names for --only):
   raw       an optimal reader (recv_into, reusable buffers) draining the served stream flat out
@@ -298,10 +299,15 @@ def measure_convert(period: Period, repeats: int = 200) -> dict[str, float]:
     return out
 
 
+# ["raw"] with --raw-subscriber: every subscriber process takes serialized messages (see subscriber.py)
+SUBSCRIBER_MODE: list[str] = []
+
+
 def _run_subscriber(spec: list[list[str]], domain: int, tmp: Path, name: str,
                     profile: str | None = None) -> tuple[Proc, Path]:
     out = tmp / f"{name}.json"
-    return start_module("acres_sim.bench.subscriber", [json.dumps(spec), str(out)], domain, profile), out
+    return start_module("acres_sim.bench.subscriber", [json.dumps(spec), str(out), *SUBSCRIBER_MODE],
+                        domain, profile), out
 
 
 def _measured(subscriber: Proc, pids: list[int], seconds: float,
@@ -653,13 +659,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(MEASUREMENTS),
                         help="comma list of " + ", ".join(MEASUREMENTS))
     parser.add_argument("--lockstep-requests", type=int, default=150)
+    parser.add_argument("--raw-subscriber", action="store_true",
+                        help="subscribers take serialized messages (rclpy raw=True), as a C++ user's would: "
+                             "the middleware's delivery without Python building every message")
     args = parser.parse_args(argv)
+    SUBSCRIBER_MODE[:] = ["raw"] if args.raw_subscriber else []
     only = [m.strip() for m in args.only.split(",") if m.strip()]
     unknown = set(only) - set(MEASUREMENTS)
     if unknown:
         parser.error(f"unknown measurement(s) {', '.join(sorted(unknown))}")
     period = polaris_period()
     results: dict[str, Any] = {"machine": machine(), "seconds": args.seconds,
+                               "raw_subscriber": args.raw_subscriber,
                                "started": time.strftime("%Y-%m-%d %H:%M:%S")}
     with tempfile.TemporaryDirectory(prefix="acres_bench_") as tmp_dir:
         tmp = Path(tmp_dir)

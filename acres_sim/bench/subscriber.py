@@ -1,11 +1,13 @@
-"""One user on every topic: `python3 -m acres_sim.bench.subscriber SPEC OUT`.
+"""One user on every topic: `python3 -m acres_sim.bench.subscriber SPEC OUT [raw]`.
 
 SPEC is JSON: [[topic, message type name, qos kind], ...] with qos kind "sensor" (reliable, depth 5,
 as the bridge's default), "tf" (reliable, depth 100) or "clock" (best effort, depth 1). Each
 callback keeps only (header stamp in ns, CLOCK_MONOTONIC in ns at the callback). The process
 prints READY once every subscription has a publisher, and on SIGINT or SIGTERM writes OUT:
 {topic: [[stamp_ns, received_ns], ...]} (for /tf: "/tf <child frame>", one per agent). Default
-middleware settings, as a new user has them.
+middleware settings, as a new user has them. With `raw`, the subscriptions take the serialized
+bytes (rclpy's raw=True) and read the stamp (and the child frame) from the CDR: the middleware's
+delivery without Python building every message, as a C++ user would have it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,33 @@ def _stamp_of(type_name: str):
     return lambda m: m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
 
 
+def _cdr_string(data: bytes, at: int) -> tuple[str, int]:
+    """A CDR string at `at` (aligned to 4 from the payload, which starts after 4 bytes): (text, end)."""
+    at = 4 + ((at - 4 + 3) & ~3)
+    n = int.from_bytes(data[at:at + 4], "little")
+    return data[at + 4:at + 3 + n].decode(), at + 4 + n
+
+
+def raw_stamp_of(type_name: str):
+    """The stamp in ns from a little-endian CDR message: after the 4-byte encapsulation, a Header or a
+    Clock starts with sec (int32) and nanosec (uint32); a TFMessage with the transforms' count;
+    UInt64 is its data."""
+    def time_at(data: bytes, at: int) -> int:
+        return (int.from_bytes(data[at:at + 4], "little", signed=True) * 1_000_000_000
+                + int.from_bytes(data[at + 4:at + 8], "little"))
+    if type_name == "TFMessage":
+        return lambda data: time_at(data, 8)
+    if type_name == "UInt64":
+        return lambda data: int.from_bytes(data[4:12], "little")
+    return lambda data: time_at(data, 4)
+
+
+def raw_child_frame(data: bytes) -> str:
+    """child_frame_id of a TFMessage's first transform."""
+    _frame, end = _cdr_string(data, 16)
+    return _cdr_string(data, end)[0]
+
+
 def main(argv: list[str]) -> int:
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -36,6 +65,7 @@ def main(argv: list[str]) -> int:
     from acres_sim.bench.messages import message_type
 
     spec, out = json.loads(argv[0]), argv[1]
+    raw = len(argv) > 2 and argv[2] == "raw"
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -51,17 +81,19 @@ def main(argv: list[str]) -> int:
     subscriptions = []
     for topic, type_name, kind in spec:
         got = received.setdefault(topic, []) if type_name != "TFMessage" else []
-        stamp = _stamp_of(type_name)
+        stamp = raw_stamp_of(type_name) if raw else _stamp_of(type_name)
+        child = raw_child_frame if raw else (lambda m: m.transforms[0].child_frame_id)
         clock = time.monotonic_ns
 
         if type_name == "TFMessage":  # shared by every agent: one record list per child frame
-            def callback(msg, topic=topic, stamp=stamp, clock=clock) -> None:
-                key = f"{topic} {msg.transforms[0].child_frame_id}"
+            def callback(msg, topic=topic, stamp=stamp, clock=clock, child=child) -> None:
+                key = f"{topic} {child(msg)}"
                 received.setdefault(key, []).append((stamp(msg), clock()))
         else:
             def callback(msg, got=got, stamp=stamp, clock=clock) -> None:
                 got.append((stamp(msg), clock()))
-        subscriptions.append(node.create_subscription(message_type(type_name), topic, callback, qos[kind]))
+        subscriptions.append(node.create_subscription(message_type(type_name), topic, callback, qos[kind],
+                                                      raw=raw))
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     ready = False
