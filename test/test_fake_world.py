@@ -537,7 +537,7 @@ def test_drive_profile_is_continuous_and_periodic():
         world.DriveProfile(speed=3.0, lap_m=270.0, stop_at_m=2.0)
 
 
-def test_render_threads_one_per_agent_by_default_or_as_asked():
+def test_render_threads_per_agent_by_mode_or_as_asked():
     import os
     import threading
 
@@ -547,9 +547,12 @@ def test_render_threads_one_per_agent_by_default_or_as_asked():
     def render_threads() -> int:
         return sum(1 for t in threading.enumerate() if t.name.startswith("render-") and t.is_alive())
 
+    cores = os.cpu_count() or 1
     two_agents = ["--ports", "0,0", "--vehicles", "polaris,maxxum", "--agents", "a,b"]
-    cases = ((two_agents, min(2, os.cpu_count() or 1)), (["--port", "0"], 1),
-             (["--port", "0", "--render-workers", "3"], 3))
+    one = ["--port", "0"]
+    cases = ((two_agents, min(2, cores)), (one, 1), (one + ["--render-workers", "3"], 3),
+             (one + ["--lockstep", "--control-port", "0"], min(2, cores)),
+             (one + ["--realtime-factor", "0"], min(2, cores)), (one + ["--realtime-factor", "0.5"], 1))
     for argv, expected in cases:
         before = render_threads()
         session = Session(config_from_args(build_parser().parse_args(argv)), log=lambda line: None)

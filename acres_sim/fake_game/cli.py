@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flat-ground", action="store_true",
                    help="the plane z = 0 instead of the rolling ground (cheaper; no roll or pitch)")
     p.add_argument("--render-workers", type=_non_negative_int, default=0,
-                   help="threads that render clouds and images (0 = one per agent, at most one per core)")
+                   help="threads that render clouds and images (0 = one per agent in real time, two per "
+                        "agent in lockstep or faster than real time, at most one per core)")
     return p
 
 
