@@ -82,10 +82,11 @@ def main(argv: list[str]) -> int:
     for topic, type_name, kind in spec:
         got = received.setdefault(topic, []) if type_name != "TFMessage" else []
         stamp = raw_stamp_of(type_name) if raw else _stamp_of(type_name)
-        child = raw_child_frame if raw else (lambda m: m.transforms[0].child_frame_id)
         clock = time.monotonic_ns
 
         if type_name == "TFMessage":  # shared by every agent: one record list per child frame
+            child = raw_child_frame if raw else (lambda m: m.transforms[0].child_frame_id)
+
             def callback(msg, topic=topic, stamp=stamp, clock=clock, child=child) -> None:
                 key = f"{topic} {child(msg)}"
                 received.setdefault(key, []).append((stamp(msg), clock()))

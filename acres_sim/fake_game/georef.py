@@ -117,18 +117,10 @@ class Georeference:
         e, n = self._utm(lon_deg, lat_deg)
         return float(e), float(n)
 
-    def grid_rotation_deg(self, x: float, y: float) -> float:
-        """UTM grid azimuth of the map grid's north at world (x, y), degrees clockwise."""
-        gx = self._origin_grid[0] + x
-        gy = self._origin_grid[1] + y
-        lon, lat = self._map([gx, gx], [gy - 0.5, gy + 0.5], inverse=True)
-        e, n = self._utm(lon, lat)
-        return math.degrees(math.atan2(e[1] - e[0], n[1] - n[0]))
-
     def fix(self, x: float, y: float, z: float) -> GeoFix:
-        """The point and, half a metre south and north of it, its grid rotation: the same
-        transforms as world_to_geodetic, geodetic_to_utm and grid_rotation_deg, in two calls
-        instead of four (the INS asks a hundred times a second)."""
+        """Geodetic and UTM coordinates of world (x, y, z), and the UTM grid azimuth of the map
+        grid's north there (degrees clockwise) from the points half a metre south and north: the
+        three points in one call per projection (the INS asks a hundred times a second)."""
         gx = self._origin_grid[0] + x
         gy = self._origin_grid[1] + y
         lon, lat = self._map([gx, gx, gx], [gy, gy - 0.5, gy + 0.5], inverse=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -305,8 +306,8 @@ def _cull(spheres: CullingSpheres, axes: np.ndarray, cone: np.ndarray, origin: n
     oc = spheres.centres - origin
     span = np.sqrt(np.einsum("ki,ki->k", oc, oc))
     radii = spheres.radii + grow_m
-    inside = span <= radii
-    sin_half = np.where(inside, 1.0, radii / np.where(inside, 1.0, span))
+    inside = span <= radii  # spheres round the origin: every cone meets them (set below)
+    sin_half = np.minimum(radii / np.maximum(span, 1e-9), 1.0)
     cos_half = np.sqrt(1.0 - sin_half * sin_half)
     cone_cos, cone_sin = np.cos(cone)[:, None], np.sin(cone)[:, None]
     threshold = cone_cos * cos_half - cone_sin * sin_half  # (G, S): cos(cone + half)
@@ -404,6 +405,30 @@ class Terrain:
             gx = gx - kx * s
             gy = gy - ky * s
         return z, gx, gy
+
+    def along_rays(self, px, py, dx, dy) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """For rays (px + t dx, py + t dy) (float32 arrays, or floats for one origin): t -> (height,
+        its rate d height / dt) of the ground under them. Every wave's phase is linear in t, so a
+        call needs no ground points and no slopes: what a Newton step on a ray needs, in float32."""
+        f32 = np.float32
+        terms = [(f32(a), kx * px + ky * py + ph, (kx * dx + ky * dy).astype(f32, copy=False))
+                 for a, kx, ky, ph in self._k]  # type: ignore[attr-defined]
+
+        def at(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            h, rise = np.zeros_like(t), np.zeros_like(t)
+            arg, wave = np.empty_like(t), np.empty_like(t)
+            for amplitude, phase0, rate in terms:
+                np.multiply(rate, t, out=arg)
+                arg += phase0
+                np.cos(arg, out=wave)
+                wave *= amplitude
+                h += wave
+                np.sin(arg, out=wave)
+                wave *= rate
+                wave *= amplitude
+                rise -= wave
+            return h, rise
+        return at
 
     def at(self, x: float, y: float) -> tuple[float, float, float]:
         """(z, dz/dx, dz/dy) at one point, in plain floats (the vehicle's pose asks hundreds of
@@ -707,8 +732,8 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
     axes_world = bundle.axes @ rot.T
     # a moving sensor: every ray is within slack_rad of its cone, every origin within slack_m of o
     near = _cull(scene.culling_spheres, axes_world, bundle.radii + slack_rad, o, slack_m, max_range) \
-        if scene.primitives else None
-    for prim, meets in zip(scene.primitives, near if near is not None else ()):
+        if scene.primitives else ()
+    for prim, meets in zip(scene.primitives, near):
         groups = np.flatnonzero(meets)
         if not len(groups):
             continue
@@ -773,26 +798,11 @@ def _newton(terrain: Terrain, idx: np.ndarray, t0: np.ndarray, ox, oy, oz, d: np
     swells = terrain.swells if iterations >= 3 else None
     stages = [(swells, 2), (terrain, iterations - 1)] if swells is not None else [(terrain, iterations)]
     step = np.zeros(t.shape, f32)
-    arg, wave = np.empty_like(t), np.empty_like(t)
     with np.errstate(over="ignore", invalid="ignore"):  # near-parallel rays: inf, dropped below
         for surface, count in stages:
-            # Along a ray every wave's phase is linear in t: phase0 + t rate, so an iteration
-            # needs no ground point and only the ground's rate along the ray, not its slopes.
-            terms = [(f32(a), kx * px + ky * py + ph, (kx * dx + ky * dy).astype(f32, copy=False))
-                     for a, kx, ky, ph in surface._k]  # type: ignore[attr-defined]
+            ground = surface.along_rays(px, py, dx, dy)
             for _ in range(count):
-                h = np.zeros_like(t)
-                rise = np.zeros_like(t)  # dh/dt along the ray
-                for amplitude, phase0, rate in terms:
-                    np.multiply(rate, t, out=arg)
-                    arg += phase0
-                    np.cos(arg, out=wave)
-                    wave *= amplitude
-                    h += wave
-                    np.sin(arg, out=wave)
-                    wave *= rate
-                    wave *= amplitude
-                    rise -= wave
+                h, rise = ground(t)
                 # df/dt = dz - dh/dt < 0 while the ray descends faster than the ground
                 step = (pz + t * dz - h) / np.minimum(dz - rise, f32(-1e-3))
                 t = t - step
