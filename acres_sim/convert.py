@@ -7,7 +7,9 @@ for every field.
 Hot path: clouds (0.9 MB) and images (1.4 MB) are copied once, as bytes, from the reader's buffer
 into an array.array('B') -- the type the generated message classes store natively. Assigning a numpy
 array or a memoryview to msg.data instead makes the generated setter convert element by element
-(about 50 ms per cloud); benchmark/bench_convert.py measures both.
+(about 50 ms per cloud); benchmark/bench_convert.py measures both. The six messages of an INS
+epoch are serialized here directly (acres_sim.ins_wire) and published as bytes; ins() gives them as
+messages, deserialized.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Quaternion, TransformStamped
+from geometry_msgs.msg import TransformStamped
 from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import (
@@ -27,21 +29,21 @@ from sensor_msgs.msg import (
     Image,
     Imu,
     NavSatFix,
-    NavSatStatus,
     PointCloud2,
     PointField,
 )
+from rclpy.serialization import deserialize_message
 from std_msgs.msg import Header, UInt64
 from tf2_msgs.msg import TFMessage
 
 from acres_sim.geometry import BASE_FOOTPRINT, CAMERA_OPTICAL, INS, mount_transforms
+from acres_sim.ins_wire import InsEncoder, InsWire
 from acres_sim.protocol import (
     INS_FIELDS,
     POINT_STEP,
     CameraFrame,
     FrameHeader,
     Hello,
-    Ins,
     LidarFrame,
     ProtocolError,
     column_firing_offsets,
@@ -156,6 +158,9 @@ class InsMessages:
     tf: TFMessage | None  # None when tf_source is "none"
 
 
+_INS_TYPES = (NavSatFix, Imu, Odometry, Odometry, Odometry, TFMessage)  # in the order of InsWire
+
+
 # ---------------------------------------------------------------------------------------------
 # Helpers
 
@@ -166,11 +171,6 @@ def _diagonal(values: tuple[float, ...]) -> np.ndarray:
     out = np.zeros(n * n)
     out[:: n + 1] = values
     return out
-
-
-def _diagonal_or_unknown(variance: float, n: int = 3) -> np.ndarray:
-    # REP 145: all zero = covariance unknown.
-    return _diagonal((float(variance),) * n)
 
 
 def _header(sec: int, nanosec: int, frame_id: str) -> Header:
@@ -193,10 +193,6 @@ def _point_fields(with_ring_and_time: bool = False) -> list[PointField]:
     return fields
 
 
-def _finite(*values: float) -> bool:
-    return all(math.isfinite(v) for v in values)
-
-
 # ---------------------------------------------------------------------------------------------
 # The converter
 
@@ -204,11 +200,8 @@ def _finite(*values: float) -> bool:
 class FrameConverter:
     """Frame -> message conversion for one stream, set up once per Hello."""
 
-    def __init__(self, hello: Hello, settings: ConvertSettings | None = None, *,
-                 reuse_messages: bool = False):
+    def __init__(self, hello: Hello, settings: ConvertSettings | None = None):
         self.hello = hello
-        self._reuse = bool(reuse_messages)
-        self._ins_set: _InsMessageSet | None = None
         self.settings = settings = ConvertSettings() if settings is None else settings
         prefix = settings.frame_prefix
         self.lidar_frame = prefix + hello.lidar.frame_id
@@ -234,11 +227,15 @@ class FrameConverter:
         self._camera_r = _diagonal((1.0, 1.0, 1.0))
         self._camera_p = np.array([cam.fx, 0.0, cam.cx, 0.0, 0.0, cam.fy, cam.cy, 0.0, 0.0, 0.0, 1.0, 0.0])
 
-        self._imu_orientation_cov = _diagonal_or_unknown(settings.imu_orientation_variance)
-        self._imu_gyro_cov = _diagonal_or_unknown(settings.imu_angular_velocity_variance)
-        self._imu_accel_cov = _diagonal_or_unknown(settings.imu_linear_acceleration_variance)
-        self._odom_twist_cov = _diagonal((float(settings.odom_linear_velocity_variance),) * 3
-                                         + (float(settings.odom_angular_velocity_variance),) * 3)
+        self._ins_encoder = InsEncoder(
+            ins_frame=self.ins_frame, base_frame=self.base_frame, world_frame=settings.world_frame,
+            utm_frame=settings.utm_frame, tf_source=settings.tf_source,
+            odom_orientation_variance=float(settings.odom_orientation_variance),
+            odom_linear_velocity_variance=float(settings.odom_linear_velocity_variance),
+            odom_angular_velocity_variance=float(settings.odom_angular_velocity_variance),
+            imu_orientation_variance=float(settings.imu_orientation_variance),
+            imu_angular_velocity_variance=float(settings.imu_angular_velocity_variance),
+            imu_linear_acceleration_variance=float(settings.imu_linear_acceleration_variance))
 
     # -- static -------------------------------------------------------------------------------
 
@@ -363,24 +360,20 @@ class FrameConverter:
     # -- INS ----------------------------------------------------------------------------------
 
     def ins(self, header: FrameHeader, values: np.ndarray) -> InsMessages:
-        """One INS epoch -> fix, imu, odom, odom_utm, ground truth and the world -> base_footprint tf.
+        """One INS epoch -> fix, imu, odom, odom_utm, ground truth and the world -> base_footprint tf,
+        as messages: the serialized ones of ins_serialized(), deserialized."""
+        wire = self.ins_serialized(header, values)
+        return InsMessages(*(None if data is None else deserialize_message(data, kind)
+                             for data, kind in zip(wire, _INS_TYPES)))
 
-        With reuse_messages the same six message objects are filled again at every call (what
-        changes per epoch is set, the rest was set once): building them costs more than the
-        rest of the epoch. They are then valid until the next call; publish() serialises at once.
-        """
+    def ins_serialized(self, header: FrameHeader, values: np.ndarray) -> InsWire:
+        """One INS epoch -> its messages as CDR bytes (acres_sim.ins_wire), what publish() sends
+        without converting a Python message field by field."""
         array_in = np.asarray(values)
         if array_in.shape != (INS_FIELDS,):
             raise ProtocolError(f"INS needs {INS_FIELDS} values, got shape {array_in.shape}")
-        v = array_in.astype(np.float64, copy=False).tolist()  # Python floats, bit-exact
         sec, nanosec = stamp_to_sec_nanosec(header.stamp)
-        if self._ins_set is None:
-            messages = _InsMessageSet(self)
-            if self._reuse:
-                self._ins_set = messages
-        else:
-            messages = self._ins_set
-        return messages.fill(sec, nanosec, v)
+        return self._ins_encoder.encode(sec, nanosec, array_in.astype(np.float64, copy=False))
 
     # -- clock and barrier --------------------------------------------------------------------
 
@@ -392,113 +385,3 @@ class FrameConverter:
         if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 0 <= step <= _UINT64_MAX:
             raise ProtocolError(f"barrier step {step!r} (sequence {header.sequence}) is not a uint64")
         return UInt64(data=int(step))
-
-
-class _InsMessageSet:
-    """The six messages of an INS epoch: built with what never changes, filled per epoch.
-
-    fill() sets every field that can differ between epochs, in every branch, so a set that is
-    filled again gives exactly the messages a fresh one would.
-    """
-
-    def __init__(self, conv: FrameConverter):
-        settings = conv.settings
-        self._settings = settings
-        self.fix = NavSatFix(header=Header(frame_id=conv.ins_frame))
-        self.fix.status.service = NavSatStatus.SERVICE_GPS
-        self.imu = Imu(header=Header(frame_id=conv.ins_frame))
-        self.imu.orientation_covariance = conv._imu_orientation_cov.copy()
-        self.imu.angular_velocity_covariance = conv._imu_gyro_cov.copy()
-        self.imu.linear_acceleration_covariance = conv._imu_accel_cov.copy()
-        self.odom = self._odometry(conv, settings.world_frame)
-        self.odom.twist.covariance = conv._odom_twist_cov.copy()
-        self.odom_utm = self._odometry(conv, settings.utm_frame)
-        self.odom_utm.twist.covariance = conv._odom_twist_cov.copy()
-        self.truth = self._odometry(conv, settings.world_frame)  # covariances 0: exact
-        self.tf = None
-        if settings.tf_source != "none":
-            self.tf = TFMessage(transforms=[TransformStamped(header=Header(frame_id=settings.world_frame),
-                                                             child_frame_id=conv.base_frame)])
-        self._orientation_variance = float(settings.odom_orientation_variance)
-
-    @staticmethod
-    def _odometry(conv: FrameConverter, frame_id: str) -> Odometry:
-        return Odometry(header=Header(frame_id=frame_id), child_frame_id=conv.base_frame)
-
-    def fill(self, sec: int, nanosec: int, v: list[float]) -> InsMessages:
-        for msg in (self.fix, self.imu, self.odom, self.truth):
-            msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
-        self._fill_fix(v)
-        imu = self.imu
-        _set_quaternion(imu.orientation, v, Ins.EnuQx)
-        w = imu.angular_velocity
-        w.x, w.y, w.z = v[Ins.GyroX], v[Ins.GyroY], v[Ins.GyroZ]
-        a = imu.linear_acceleration
-        a.x, a.y, a.z = v[Ins.AccelX], v[Ins.AccelY], v[Ins.AccelZ]
-
-        covariance = self._pose_covariance(v)
-        self._fill_odometry(self.odom, v, Ins.EnuX, Ins.EnuQx, covariance)
-        odom_utm = None
-        if _finite(*v[Ins.UtmE: Ins.UtmQw + 1]):
-            odom_utm = self.odom_utm
-            odom_utm.header.stamp.sec, odom_utm.header.stamp.nanosec = sec, nanosec
-            self._fill_odometry(odom_utm, v, Ins.UtmE, Ins.UtmQx, covariance)
-        truth = self.truth
-        p = truth.pose.pose.position
-        p.x, p.y, p.z = v[Ins.TruthEnuX], v[Ins.TruthEnuX + 1], v[Ins.TruthEnuX + 2]
-        _set_quaternion(truth.pose.pose.orientation, v, Ins.TruthQx)
-        truth.twist.twist.linear.x = v[Ins.TruthSpeed]  # forward speed in the body frame
-
-        tf = self.tf
-        if tf is not None:
-            t = tf.transforms[0]
-            t.header.stamp.sec, t.header.stamp.nanosec = sec, nanosec
-            source = self.odom if self._settings.tf_source == "ins" else truth
-            pose = source.pose.pose
-            tr = t.transform.translation
-            tr.x, tr.y, tr.z = pose.position.x, pose.position.y, pose.position.z
-            q, o = t.transform.rotation, pose.orientation
-            q.x, q.y, q.z, q.w = o.x, o.y, o.z, o.w
-        return InsMessages(fix=self.fix, imu=imu, odom=self.odom, odom_utm=odom_utm,
-                           ground_truth=truth, tf=tf)
-
-    def _fill_fix(self, v: list[float]) -> None:
-        msg = self.fix
-        msg.latitude = v[Ins.Lat]
-        msg.longitude = v[Ins.Lon]
-        msg.altitude = v[Ins.Height]
-        fix_status = v[Ins.FixStatus]
-        covariance_type = NavSatFix.COVARIANCE_TYPE_UNKNOWN
-        diagonal = (0.0, 0.0, 0.0)
-        if _finite(v[Ins.Lat], v[Ins.Lon], fix_status) and fix_status >= 0:
-            msg.status.status = int(min(fix_status, NavSatStatus.STATUS_GBAS_FIX))
-            reported = (v[Ins.CovE], v[Ins.CovN], v[Ins.CovU])
-            if _finite(*reported):
-                diagonal = reported
-                covariance_type = NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
-        else:
-            # No geographic reference: NavSatFix allows NaN positions with NO_FIX.
-            msg.status.status = NavSatStatus.STATUS_NO_FIX
-        msg.position_covariance = _diagonal(diagonal)
-        msg.position_covariance_type = covariance_type
-
-    def _pose_covariance(self, v: list[float]) -> np.ndarray:
-        # CovE/N/U are NaN without a geographic reference: 0 there = unknown, never NaN in a covariance.
-        position = tuple(c if math.isfinite(c) else 0.0 for c in (v[Ins.CovE], v[Ins.CovN], v[Ins.CovU]))
-        return _diagonal(position + (self._orientation_variance,) * 3)
-
-    @staticmethod
-    def _fill_odometry(msg: Odometry, v: list[float], position: Ins, orientation: Ins,
-                       covariance: np.ndarray) -> None:
-        p = msg.pose.pose.position
-        p.x, p.y, p.z = v[position], v[position + 1], v[position + 2]
-        _set_quaternion(msg.pose.pose.orientation, v, orientation)
-        msg.pose.covariance = covariance.copy()
-        linear, angular = msg.twist.twist.linear, msg.twist.twist.angular
-        linear.x, linear.y, linear.z = v[Ins.VelX], v[Ins.VelY], v[Ins.VelZ]
-        angular.x, angular.y, angular.z = v[Ins.GyroX], v[Ins.GyroY], v[Ins.GyroZ]
-
-
-def _set_quaternion(q: Quaternion, v: list[float], first: int) -> None:
-    # Passed through exactly as sent (no renormalisation): consumers compare with the INS values.
-    q.x, q.y, q.z, q.w = v[first], v[first + 1], v[first + 2], v[first + 3]

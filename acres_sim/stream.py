@@ -124,7 +124,7 @@ class FrameReader:
                 if self._stop.is_set():
                     raise ConnectionAbortedError("stopping") from None
 
-    def _buffer_at_least(self, count: int, what: str) -> None:
+    def _buffer_at_least(self, count: int, what: str | int) -> None:
         """Make sure _buffer[_start:] holds `count` unread bytes (count <= the buffer size)."""
         while self._end - self._start < count:
             if self._start and len(self._buffer) - self._start < count:  # move the rest to the front
@@ -136,11 +136,11 @@ class FrameReader:
                 got = self._end - self._start
                 if got == 0 and what == "header":
                     raise ConnectionResetError("the game closed the stream")
-                raise ConnectionResetError(f"the stream closed in the middle of a frame ({what}: "
+                raise ConnectionResetError(f"the stream closed in the middle of a frame ({_part(what)}: "
                                            f"{got} of {count} bytes)")
             self._end += n
 
-    def _take(self, out: memoryview, what: str) -> None:
+    def _take(self, out: memoryview, what: str | int) -> None:
         """Fill `out` with the next len(out) bytes of the stream."""
         need = len(out)
         have = min(need, self._end - self._start)
@@ -153,7 +153,7 @@ class FrameReader:
         while got < need:
             n = self._recv(out[got:], socket.MSG_WAITALL)
             if n == 0:
-                raise ConnectionResetError(f"the stream closed in the middle of a frame ({what}: "
+                raise ConnectionResetError(f"the stream closed in the middle of a frame ({_part(what)}: "
                                            f"{got} of {need} bytes)")
             got += n
 
@@ -178,12 +178,12 @@ class FrameReader:
             raise FrameSkipped(f"unknown frame type {header.type} (sequence {header.sequence}), "
                                f"{size} payload bytes skipped", header)
         if size <= len(self._buffer) // 4:  # small: wait for it in the receive buffer
-            self._buffer_at_least(size, f"{type_name(header.type)} payload")
+            self._buffer_at_least(size, header.type)
             payload = bytearray(self._view[self._start:self._start + size])
             self._start += size
         else:
             payload = bytearray(size)
-            self._take(memoryview(payload), f"{type_name(header.type)} payload")
+            self._take(memoryview(payload), header.type)
         return RawFrame(header, payload, time.monotonic())
 
     def _skip(self, size: int) -> None:
@@ -192,6 +192,12 @@ class FrameReader:
             chunk = min(size, _DISCARD_CHUNK)
             self._take(discard[:chunk], "skipped payload")
             size -= chunk
+
+
+def _part(what: str | int) -> str:
+    """What was being read: a name, or the frame type whose payload it was (named only on error:
+    an f-string per frame costs more than the rest of a small frame's parsing)."""
+    return what if isinstance(what, str) else f"{type_name(what)} payload"
 
 
 class StreamState(enum.Enum):

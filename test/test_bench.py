@@ -142,3 +142,17 @@ def test_raw_subscriber_reads_the_stamps_the_messages_carry():
             msg.header.stamp.sec, msg.header.stamp.nanosec = 1_700_000_000, 123_456_789
             msg.header.frame_id = "lidar"
         assert raw_stamp_of(type_name)(serialize_message(msg)) == _stamp_of(type_name)(msg), type_name
+
+
+def test_floor_publishes_every_topic_with_the_stamps_it_logs(tmp_path):
+    """The no-op publisher (the floor) to a real subscriber process, as the bench runs it: every
+    group arrives under the stamps the publisher logged, the INS ones too, whose serialized bytes
+    get their stamp written in at its offset for every send."""
+    from acres_sim.bench.__main__ import _polaris_floor
+    from acres_sim.bench.messages import bridge_topics
+
+    _cpu, groups = _polaris_floor(bridge_topics(polaris_period(renders=1).hello), 2.0, tmp_path)
+    for name, group in groups.items():
+        assert group["messages"] > 0, name
+        assert group["lost"] <= 0.1 * group["messages"], (name, group["lost"], group["messages"])
+        assert all(0 <= ms < 1000 for ms in group["ms"]), name

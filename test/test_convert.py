@@ -742,31 +742,33 @@ def test_lidar_settings_are_checked(settings, message):
 
 
 @pytest.mark.parametrize("source", ["ins", "ground_truth", "none"])
-def test_reused_ins_messages_equal_fresh_ones_epoch_after_epoch(source):
-    # The bridge refills one set of INS messages per epoch. Whatever the previous epoch left in
-    # them (a fix, NaN covariances, no UTM pose), each epoch must give what a fresh set gives.
-    settings = dataclasses.replace(VARIANCES, tf_source=source)
-    reused = FrameConverter(POLARIS, settings, reuse_messages=True)
-    rng = np.random.default_rng(7)
-    epochs = []
-    for i, georeferenced in enumerate([True, False, True, True, False, False, True]):
-        v = _ins_values(georeferenced)
-        v[Ins.EnuX: Ins.EnuZ + 1] += rng.normal(size=3)
-        v[Ins.TruthSpeed] = float(i)
-        if i == 3:
-            v[Ins.CovE] = math.nan  # a fix without a covariance
-        epochs.append((_header(FrameType.INS, STAMP + i), v))
-    first = None
-    for header, v in epochs:
-        got = reused.ins(header, v)
-        fresh = FrameConverter(POLARIS, settings).ins(header, v)
-        for name in ("fix", "imu", "odom", "odom_utm", "ground_truth", "tf"):
-            a, b = getattr(got, name), getattr(fresh, name)
-            assert (a is None) == (b is None), name
-            if a is not None:
-                assert _same(a, b), (name, header.stamp)
-        first = first or got
-    assert got.odom is first.odom  # the same objects, refilled
-    # Without reuse_messages every epoch gets its own messages.
-    plain = FrameConverter(POLARIS, settings)
-    assert plain.ins(*epochs[0]).odom is not plain.ins(*epochs[1]).odom
+def test_ins_bytes_are_what_the_middleware_serializes(source):
+    # The bridge publishes INS epochs as CDR it builds itself (acres_sim.ins_wire). Whatever the
+    # branch (georeferenced or not, a fix without covariance, a negative status, every tf source)
+    # and whatever the frame names' lengths modulo 8 (the alignment), rclpy's own serializer must
+    # write the same bytes for the message they decode to; only the padding may differ (ours is
+    # zeros, it leaves it uninitialised).
+    rng = np.random.default_rng(11)
+    for prefix in ("", "a/", "ab/", "abc/", "abcd/", "abcde/", "abcdef/", "abcdefg/"):
+        settings = dataclasses.replace(VARIANCES, tf_source=source, frame_prefix=prefix,
+                                       world_frame="map" + prefix[:-1], utm_frame="utm" + prefix[:3])
+        converter = FrameConverter(POLARIS, settings)
+        for i, georeferenced in enumerate([True, False, True, True, True]):
+            v = _ins_values(georeferenced)
+            v[Ins.EnuX: Ins.EnuZ + 1] += rng.normal(size=3)
+            v[Ins.TruthSpeed] = float(i)
+            if i == 3:
+                v[Ins.CovE] = math.nan  # a fix without a covariance
+            if i == 4:
+                v[Ins.FixStatus] = -1.0
+            wire = converter.ins_serialized(_header(FrameType.INS, STAMP + i), v)
+            assert (wire.odom_utm is None) == (not georeferenced)
+            assert (wire.tf is None) == (source == "none")
+            for name, data in wire._asdict().items():
+                if data is None:
+                    continue
+                kind = type(getattr(converter.ins(_header(FrameType.INS, STAMP + i), v), name))
+                again = serialize_message(deserialize_message(data, kind))
+                assert len(again) == len(data), (name, prefix)
+                differ = [k for k in range(len(data)) if data[k] != again[k]]
+                assert all(data[k] == 0 for k in differ), (name, prefix, differ)

@@ -1,11 +1,12 @@
 """The middleware's own cost: `python3 -m acres_sim.bench.noop SPEC OUT [RATE]`.
 
 Publishes the messages the bridge would publish for the benchmark's Polaris stream, built once in
-advance (same topics, QoS, sizes, Fast DDS profile), at the same rates from one thread; per send it
-only sets the stamp. RATE 1 (default) is real time; 0 publishes as fast as it can and prints
-"MBPS <payload MB/s>" every second (the bytes of the frames whose messages went out). On SIGINT
-or SIGTERM it writes OUT: [[frame type, stamp, publish time], ...] with the publish time taken
-just before the first publish of each frame (CLOCK_MONOTONIC).
+advance (same topics, QoS, sizes, Fast DDS profile; the INS messages as the same CDR bytes the
+bridge publishes), at the same rates from one thread; per send it only sets the stamp. RATE 1
+(default) is real time; 0 publishes as fast as it can and prints "MBPS <payload MB/s>" every
+second (the bytes of the frames whose messages went out). On SIGINT or SIGTERM it writes OUT:
+[[frame type, stamp, publish time], ...] with the publish time taken just before the first publish
+of each frame (CLOCK_MONOTONIC).
 """
 
 from __future__ import annotations
@@ -20,15 +21,6 @@ from typing import Any
 from acres_sim.protocol import FrameHeader, FrameType, decode_payload
 
 
-def _stamped(msg: Any) -> Any:
-    """The Time object to overwrite in place before each send."""
-    if hasattr(msg, "clock"):
-        return msg.clock
-    if hasattr(msg, "transforms"):
-        return msg.transforms[0].header.stamp
-    return msg.header.stamp
-
-
 def main(argv: list[str]) -> int:
     from acres_sim import dds
 
@@ -40,6 +32,7 @@ def main(argv: list[str]) -> int:
     from acres_sim.bench.workload import polaris_period
     from acres_sim.bridge import CLOCK_QOS, TF_QOS
     from acres_sim.convert import FrameConverter, stamp_to_sec_nanosec
+    from acres_sim.ins_wire import STAMP, STAMP_AT, TF_STAMP_AT
 
     spec, out = json.loads(argv[0]), argv[1]
     rate = float(argv[2]) if len(argv) > 2 else 1.0
@@ -55,23 +48,27 @@ def main(argv: list[str]) -> int:
     pubs = {topic.lstrip("/"): node.create_publisher(message_type(type_name), topic, qos[kind])
             for topic, type_name, kind in spec}
 
-    def messages(kind: int, stamp: float, payload: bytes) -> list[tuple[Any, Any]]:
+    def messages(kind: int, stamp: float, payload: bytes) -> list[tuple[Any, Any, Any]]:
+        """(publisher, message, its stamp: a Time to overwrite, or the offset of a serialized one)"""
         header = FrameHeader(kind, 0, len(payload), stamp, 0.0)
         data = decode_payload(kind, bytearray(payload))
         if kind == FrameType.CLOCK:
-            return [(pubs["clock"], conv.clock(header))]
+            clock = conv.clock(header)
+            return [(pubs["clock"], clock, clock.clock)]
         if kind == FrameType.INS:
-            m = conv.ins(header, data)
+            m = conv.ins_serialized(header, data)  # as the bridge publishes them: CDR bytes
             pairs = (("ins/fix", m.fix), ("ins/imu", m.imu), ("ins/odom", m.odom),
-                     ("ins/odom_utm", m.odom_utm), ("ground_truth/odom", m.ground_truth), ("tf", m.tf))
-            return [(pubs[t], msg) for t, msg in pairs]
+                     ("ins/odom_utm", m.odom_utm), ("ground_truth/odom", m.ground_truth))
+            return ([(pubs[t], msg, STAMP_AT) for t, msg in pairs]
+                    + [(pubs["tf"], m.tf, TF_STAMP_AT)])
         if kind == FrameType.LIDAR:
-            return [(pubs["lidar/points"], conv.pointcloud(header, data))]
+            cloud = conv.pointcloud(header, data)
+            return [(pubs["lidar/points"], cloud, cloud.header.stamp)]
         image, info = conv.image(header, data)
-        return [(pubs["camera/image_raw"], image), (pubs["camera/camera_info"], info)]
+        return [(pubs["camera/image_raw"], image, image.header.stamp),
+                (pubs["camera/camera_info"], info, info.header.stamp)]
 
-    plan = [(kind, offset, 32 + len(payload),
-             [(p, m, _stamped(m)) for p, m in messages(kind, offset, payload)])
+    plan = [(kind, offset, 32 + len(payload), messages(kind, offset, payload))
             for kind, offset, payload in period.frames]
     sent: list[tuple[int, float, float]] = []
     t0 = time.monotonic() + 0.05
@@ -92,9 +89,13 @@ def main(argv: list[str]) -> int:
                 break
             sec, nanosec = stamp_to_sec_nanosec(stamp)
             now = time.monotonic()
+            cdr_stamp = STAMP.pack(sec, nanosec)
             for publisher, msg, when in batch:
-                when.sec, when.nanosec = sec, nanosec
-                publisher.publish(msg)
+                if isinstance(msg, bytes):  # serialized: a copy with the stamp at its offset
+                    publisher.publish(b"".join((msg[:when], cdr_stamp, msg[when + STAMP.size:])))
+                else:
+                    when.sec, when.nanosec = sec, nanosec
+                    publisher.publish(msg)
             sent_bytes += size
             if rate > 0:
                 sent.append((int(kind), stamp, now))
