@@ -32,7 +32,6 @@ from sensor_msgs.msg import (
     PointCloud2,
     PointField,
 )
-from rclpy.serialization import deserialize_message
 from std_msgs.msg import Header, UInt64
 from tf2_msgs.msg import TFMessage
 
@@ -361,7 +360,10 @@ class FrameConverter:
 
     def ins(self, header: FrameHeader, values: np.ndarray) -> InsMessages:
         """One INS epoch -> fix, imu, odom, odom_utm, ground truth and the world -> base_footprint tf,
-        as messages: the serialized ones of ins_serialized(), deserialized."""
+        as messages: the serialized ones of ins_serialized(), deserialized (this needs rclpy, the
+        rest of this module does not)."""
+        from rclpy.serialization import deserialize_message
+
         wire = self.ins_serialized(header, values)
         return InsMessages(*(None if data is None else deserialize_message(data, kind)
                              for data, kind in zip(wire, _INS_TYPES)))

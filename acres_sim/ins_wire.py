@@ -107,7 +107,7 @@ class InsEncoder:
                  tf_source: str, odom_orientation_variance: float, odom_linear_velocity_variance: float,
                  odom_angular_velocity_variance: float, imu_orientation_variance: float,
                  imu_angular_velocity_variance: float, imu_linear_acceleration_variance: float):
-        self._epoch = np.zeros(_SLOTS)
+        self._epoch = np.zeros(_SLOTS, "<f8")  # little endian whatever the host: the gathers keep it
         self._epoch[_ODOM_ORIENTATION:] = (odom_orientation_variance, odom_linear_velocity_variance,
                                            odom_angular_velocity_variance, imu_orientation_variance,
                                            imu_angular_velocity_variance, imu_linear_acceleration_variance)

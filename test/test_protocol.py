@@ -302,7 +302,9 @@ def test_arbitrary_headers_raise_only_protocol_error(data):
     assert data[:4] == b"TSS1" and header.payload_size >= 0 and not math.isnan(header.type)
 
 
-def test_protocol_imports_without_rclpy():
-    code = "import sys, acres_sim.protocol; sys.exit(1 if 'rclpy' in sys.modules else 0)"
+@pytest.mark.parametrize("module", ["protocol", "stream", "stats", "geometry", "convert", "ins_wire",
+                                    "parameters", "topics", "diagnostics", "fake_game.session"])
+def test_the_core_imports_without_rclpy(module):
+    code = f"import sys, acres_sim.{module}; sys.exit(1 if 'rclpy' in sys.modules else 0)"
     repo = Path(__file__).resolve().parents[1]
-    assert subprocess.run([sys.executable, "-c", code], cwd=repo).returncode == 0
+    assert subprocess.run([sys.executable, "-c", code], cwd=repo).returncode == 0, module
