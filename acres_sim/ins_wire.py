@@ -31,8 +31,8 @@ from acres_sim.protocol import Ins
 ENCAPSULATION = b"\x00\x01\x00\x00"  # CDR, little endian, no options
 STAMP = struct.Struct("<iI")  # builtin_interfaces/Time: int32 sec, uint32 nanosec
 _ONE_TRANSFORM = struct.pack("<I", 1)  # tf2_msgs/TFMessage: a sequence of one TransformStamped
-STAMP_AT = len(ENCAPSULATION)  # where the header stamp of fix, imu and the odometries is
-TF_STAMP_AT = STAMP_AT + len(_ONE_TRANSFORM)  # and that of the one transform of the TFMessage
+STAMP_AT = len(ENCAPSULATION)  # the stamp of a message that opens with its Header (or a Clock)
+TF_STAMP_AT = STAMP_AT + len(_ONE_TRANSFORM)  # that of a TFMessage's first transform
 
 # NavSatStatus / NavSatFix constants (sensor_msgs)
 STATUS_NO_FIX, STATUS_GBAS_FIX, SERVICE_GPS = -1, 2, 1
@@ -68,6 +68,11 @@ def _diagonal(n: int, slots: list[int]) -> list[int]:
     return out
 
 
+def _align(offset: int, alignment: int) -> int:
+    """The first CDR offset at or after `offset` that is a multiple of `alignment`."""
+    return offset + -offset % alignment
+
+
 class _Layout:
     """Builds the constant bytes between fields, tracking the CDR offset for the alignment."""
 
@@ -76,9 +81,9 @@ class _Layout:
         self._parts: list[bytes] = []
 
     def pad(self, alignment: int) -> None:
-        n = -self.offset % alignment
-        self._parts.append(bytes(n))
-        self.offset += n
+        end = _align(self.offset, alignment)
+        self._parts.append(bytes(end - self.offset))
+        self.offset = end
 
     def string(self, text: str) -> None:
         self.pad(4)
@@ -87,8 +92,7 @@ class _Layout:
         self.offset += 4 + len(data)
 
     def take(self) -> bytes:
-        out, self._parts = b"".join(self._parts), []
-        return out
+        return b"".join(self._parts)
 
 
 def _after_header(offset: int, frame_id: str, *strings: str) -> bytes:
@@ -119,8 +123,8 @@ class InsEncoder:
         layout.string(ins_frame)
         self._fix_frame = layout.take()
         status_at = layout.offset
-        service_at = status_at + 1 + (-(status_at + 1) % 2)
-        floats_at = service_at + 2 + (-(service_at + 2) % 8)
+        service_at = _align(status_at + 1, 2)
+        floats_at = _align(service_at + 2, 8)
         self._fix_status = struct.Struct(f"<b{service_at - status_at - 1}xH{floats_at - service_at - 2}x")
         geo = _span(Ins.Lat, 3)
         self._fix_known = np.array(geo + _diagonal(3, _span(Ins.CovE, 3)))

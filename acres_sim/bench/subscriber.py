@@ -18,6 +18,8 @@ import sys
 import threading
 import time
 
+from acres_sim.ins_wire import STAMP, STAMP_AT, TF_STAMP_AT
+
 
 def _stamp_of(type_name: str):
     if type_name == "Clock":
@@ -31,29 +33,29 @@ def _stamp_of(type_name: str):
 
 
 def _cdr_string(data: bytes, at: int) -> tuple[str, int]:
-    """A CDR string at `at` (aligned to 4 from the payload, which starts after 4 bytes): (text, end)."""
-    at = 4 + ((at - 4 + 3) & ~3)
+    """A CDR string at `at` (aligned to 4 from the end of the encapsulation): (text, end)."""
+    at = STAMP_AT + ((at - STAMP_AT + 3) & ~3)
     n = int.from_bytes(data[at:at + 4], "little")
     return data[at + 4:at + 3 + n].decode(), at + 4 + n
 
 
 def raw_stamp_of(type_name: str):
-    """The stamp in ns from a little-endian CDR message: after the 4-byte encapsulation, a Header or a
-    Clock starts with sec (int32) and nanosec (uint32); a TFMessage with the transforms' count;
-    UInt64 is its data."""
+    """The stamp in ns from a little-endian CDR message (the offsets of acres_sim.ins_wire, which
+    writes them): a Header or a Clock opens with sec (int32) and nanosec (uint32), a TFMessage with
+    the transforms' count; UInt64 is its data."""
     def time_at(data: bytes, at: int) -> int:
-        return (int.from_bytes(data[at:at + 4], "little", signed=True) * 1_000_000_000
-                + int.from_bytes(data[at + 4:at + 8], "little"))
+        sec, nanosec = STAMP.unpack_from(data, at)
+        return sec * 1_000_000_000 + nanosec
     if type_name == "TFMessage":
-        return lambda data: time_at(data, 8)
+        return lambda data: time_at(data, TF_STAMP_AT)
     if type_name == "UInt64":
-        return lambda data: int.from_bytes(data[4:12], "little")
-    return lambda data: time_at(data, 4)
+        return lambda data: int.from_bytes(data[STAMP_AT:STAMP_AT + 8], "little")
+    return lambda data: time_at(data, STAMP_AT)
 
 
 def raw_child_frame(data: bytes) -> str:
-    """child_frame_id of a TFMessage's first transform."""
-    _frame, end = _cdr_string(data, 16)
+    """child_frame_id of a TFMessage's first transform (after its stamp and frame_id)."""
+    _frame, end = _cdr_string(data, TF_STAMP_AT + STAMP.size)
     return _cdr_string(data, end)[0]
 
 

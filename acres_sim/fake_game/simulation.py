@@ -75,7 +75,7 @@ class AgentSimulator:
         """Where in each lap the vehicle stands: the most level spot of its route (at rest the INS
         then reads AccelZ = 9.81 and no tilt to speak of), with room to brake and start."""
         route, terrain = self.route, self.scene.terrain
-        margin = DriveProfile.braking_distance(self.route.speed_mps) + 1.0
+        margin = DriveProfile.braking_distance(self.route.speed_mps, DriveProfile.accel) + 1.0
         candidates = np.arange(margin, route.length_m - margin, 1.0)
         if terrain is None or not candidates.size:
             return 0.5 * route.length_m

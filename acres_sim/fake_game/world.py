@@ -205,7 +205,7 @@ class DriveProfile:
         return self.braking_distance(self.speed, self.accel)
 
     @staticmethod
-    def braking_distance(speed: float, accel: float = 0.6) -> float:
+    def braking_distance(speed: float, accel: float) -> float:
         """Distance to brake from `speed` to a stand at `accel` (the same to start again)."""
         return speed * speed / (2.0 * accel)
 
@@ -745,15 +745,13 @@ def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarr
             continue
         sel = idx[better]
         dist[sel] = t[better]
+        mat[sel] = prim.material
         if lit is None and not isinstance(prim, Box):
-            mat[sel] = prim.material
-            continue
+            continue  # no normals needed: they shade, and tell a box's roof from its walls
         nb = _normals(prim, o if ray_o is None else ray_o[:, sel], d[:, sel], t[better],
                       None if cap is None else cap[better])
         if isinstance(prim, Box):
-            mat[sel] = np.where(nb[2] > 0.5, prim.roof_material, prim.material)
-        else:
-            mat[sel] = prim.material
+            mat[sel[nb[2] > 0.5]] = prim.roof_material
         if lit is not None:
             lit[sel] = np.clip(sun_w[0] * nb[0] + sun_w[1] * nb[1] + sun_w[2] * nb[2], 0.0, 1.0)
     return Hits(dist, mat, lit, d)
