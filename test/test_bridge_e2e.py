@@ -327,24 +327,41 @@ def test_lidar_ground_points_land_on_the_terrain():
         truths = s.graph.subscribe(Odometry, "/polaris/ground_truth/odom")
         statics = s.graph.subscribe(TFMessage, "/tf_static", TF_STATIC_QOS)
         s.graph.wait_matched(["/polaris/lidar/points", "/polaris/ground_truth/odom"], 60)
-        s.graph.spin_until(lambda: len(clouds) >= 3 and statics, 60, "clouds")
-        s.graph.spin_until(lambda: len(truths) >= 40, 30, "ground truth after the clouds")
+        layout = np.dtype({"names": ["xyz", "time"], "formats": [("<f4", (3,)), "<f4"], "offsets": [0, 20],
+                           "itemsize": 24})
+
+        def stamp_s(msg) -> float:
+            return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+
+        def firing_times(cloud) -> np.ndarray:  # per column
+            cells = np.frombuffer(bytes(cloud.data), layout).reshape(cloud.height, cloud.width)
+            return stamp_s(cloud) + cells["time"][:, 0].astype(np.float64)
+
+        def swept_within_truth() -> list:
+            # the two topics match at different moments, so the first clouds may have been swept
+            # before the first ground truth received: only clouds the truth covers are checked
+            if len(truths) < 2:
+                return []
+            received = [stamp_s(m) for _, m in truths]
+            return [c for _, c in clouds
+                    if min(received) <= firing_times(c).min() and firing_times(c).max() <= max(received)]
+
+        s.graph.spin_until(lambda: len(swept_within_truth()) >= 2 and statics, 60,
+                           "two clouds swept within the ground truth received")
         lidar_tf = next(t.transform for t in statics[0][1].transforms if t.child_frame_id == "lidar")
         rot = lidar_tf.rotation
         r_bl = _quat_matrix(rot.x, rot.y, rot.z, rot.w)
         t_bl = np.array([lidar_tf.translation.x, lidar_tf.translation.y, lidar_tf.translation.z])
-        odoms = sorted((m.header.stamp.sec + m.header.stamp.nanosec * 1e-9, m) for _, m in truths)
+        checked = swept_within_truth()[:2]
+        odoms = sorted((stamp_s(m), m) for _, m in truths)
         times = np.array([t for t, _ in odoms])
         positions = np.array([[m.pose.pose.position.x, m.pose.pose.position.y, m.pose.pose.position.z]
                               for _, m in odoms])
         quats = np.array([[m.pose.pose.orientation.x, m.pose.pose.orientation.y, m.pose.pose.orientation.z,
                            m.pose.pose.orientation.w] for _, m in odoms])
-        layout = np.dtype({"names": ["xyz", "time"], "formats": [("<f4", (3,)), "<f4"], "offsets": [0, 20],
-                           "itemsize": 24})
-        for _, cloud in clouds[1:3]:
-            t_cloud = cloud.header.stamp.sec + cloud.header.stamp.nanosec * 1e-9
+        for cloud in checked:
             cells = np.frombuffer(bytes(cloud.data), layout).reshape(cloud.height, cloud.width)
-            column_times = t_cloud + cells["time"][:, 0].astype(np.float64)
+            column_times = firing_times(cloud)
             assert times[0] <= column_times.min() and column_times.max() <= times[-1]
             # the truth at each column's firing time: linear in position, normalised linear in
             # rotation between the two 100 Hz epochs around it (close enough over 10 ms)
