@@ -572,7 +572,12 @@ def test_socket_drained_and_clock_on_time_without_or_with_a_slow_subscriber(subs
     arrival = np.array([t for t, _ in clocks]) - started
     assert len(stamps) >= 0.95 * seconds * 120
     lateness = arrival - stamps  # the peer sends stamp t at t s after the gate opened
-    assert np.percentile(lateness, 99) < 0.25, f"/clock late by up to {lateness.max():.3f} s"
+    # A bridge held up by the subscriber falls further behind with every cloud (0.5 s each); one
+    # hiccup of a shared machine delays a few dozen clocks once (0.32 s seen in CI) and is caught up.
+    tail = lateness[stamps > 0.8 * seconds]
+    assert np.median(lateness) < 0.05, f"/clock late by {np.median(lateness):.3f} s at the median"
+    assert np.median(tail) < 0.05, f"/clock late by {np.median(tail):.3f} s at the end: a backlog"
+    assert lateness.max() < 1.0, f"/clock late by up to {lateness.max():.3f} s"
     assert rss1 - rss0 < 150, f"bridge RSS grew from {rss0:.0f} to {rss1:.0f} MB"
 
 
