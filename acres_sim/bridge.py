@@ -5,6 +5,9 @@ Threads:
   /clock at once (it must never wait behind clouds and images) and queues everything else;
 - the publishing thread converts frames (acres_sim.convert) and publishes them in arrival order;
   a Barrier waits there until the data before it has been acknowledged;
+- the sensor topics and /clock are published as serialized CDR through rcl directly
+  (acres_sim.serialized_publisher), which lets go of the GIL while the middleware writes: the
+  reader thread goes on reading meanwhile;
 - the executor thread runs the parameter services and the diagnostics and summary timers;
 - the main thread waits for SIGINT/SIGTERM.
 The queue between reader and publisher is bounded: when subscribers are too slow, clouds and
@@ -37,10 +40,11 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, Imu, NavSatFix, 
 from std_msgs.msg import UInt64
 from tf2_msgs.msg import TFMessage
 
-from acres_sim import dds, diagnostics
+from acres_sim import cdr, dds, diagnostics
 from acres_sim.convert import FrameConverter, stamp_to_sec_nanosec
 from acres_sim.parameters import PARAMETERS, BridgeConfigError, config_from_values
 from acres_sim.protocol import FrameType, Hello
+from acres_sim.serialized_publisher import SerializedPublisher
 from acres_sim.stats import SnapshotHistory, StatsSnapshot, StreamStats, type_name
 from acres_sim.stream import Frame, HandoffQueue, LatestSlot, StreamClient, StreamState
 from acres_sim.topics import expected_rates, topic_plan
@@ -106,9 +110,10 @@ class SimBridge(Node):
         self._hello: Hello | None = None
         self._converter: FrameConverter | None = None
         self._data_pubs: dict[str, Publisher] = {}
+        self._wire: dict[str, SerializedPublisher] = {}  # the same publishers, for serialized CDR
         self._tf_static_pub: Publisher | None = None
-        self._clock_pub = self.create_publisher(Clock, "/clock", CLOCK_QOS) if cfg.publish_clock else None
-        self._clock_msg = Clock()
+        self._clock_pub = (SerializedPublisher(self.create_publisher(Clock, "/clock", CLOCK_QOS))
+                           if cfg.publish_clock else None)
         self._barrier_pub = self.create_publisher(UInt64, "sim/barrier", BARRIER_QOS)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_QOS)
         self._barrier_timeouts = 0
@@ -157,9 +162,7 @@ class SimBridge(Node):
         if frame.type == FrameType.CLOCK:
             # Straight from the reader thread: /clock never waits behind clouds, images or barriers.
             if self._clock_pub is not None:
-                clock = self._clock_msg.clock  # one message, refilled: publish() serialises at once
-                clock.sec, clock.nanosec = stamp_to_sec_nanosec(frame.header.stamp)
-                self._clock_pub.publish(self._clock_msg)
+                self._clock_pub.publish(cdr.clock(*stamp_to_sec_nanosec(frame.header.stamp)))
             return
         if not self._queue.put(frame):
             self.stats.drop(frame.type)
@@ -192,7 +195,7 @@ class SimBridge(Node):
         conv = self._converter
         if conv is None:
             raise ValueError("data before the first valid Hello frame")
-        pubs = self._data_pubs
+        pubs = self._wire
         if kind == FrameType.INS:
             if "ins/fix" not in pubs:
                 raise ValueError("INS frame but the Hello disables the INS")
@@ -210,15 +213,15 @@ class SimBridge(Node):
             if tf is not None and wire.tf is not None:
                 tf.publish(wire.tf)
         elif kind == FrameType.LIDAR:
-            cloud = conv.pointcloud(frame.header, frame.data)  # type: ignore[arg-type]
+            cloud = conv.pointcloud_serialized(frame.header, frame.data)  # type: ignore[arg-type]
             pubs["lidar/points"].publish(cloud)
         elif kind == FrameType.CAMERA:
             if "camera/image_raw" not in pubs:
                 raise ValueError("camera frame but the Hello disables the camera")
-            image, info = conv.image(frame.header, frame.data)  # type: ignore[arg-type]
+            image = conv.image_serialized(frame.header, frame.data)  # type: ignore[arg-type]
             pubs["camera/image_raw"].publish(image)
-            pubs["camera/camera_info"].publish(info)
-            compressed = pubs.get("camera/image_raw/compressed")
+            self._data_pubs["camera/camera_info"].publish(conv.camera_info(frame.header))
+            compressed = self._data_pubs.get("camera/image_raw/compressed")
             if compressed is not None and compressed.get_subscription_count() > 0:
                 if self._jpeg_slot.put((compressed, conv, frame.header, frame.data)):
                     self._jpeg_skipped += 1  # the encoder is still busy with an older image
@@ -285,6 +288,7 @@ class SimBridge(Node):
         converter = FrameConverter(hello, self.settings)  # raises on a Hello with a broken frame tree
         plan = topic_plan(hello, self.config)
         for topic in [t for t in self._data_pubs if t not in plan]:
+            self._wire.pop(topic)
             self.destroy_publisher(self._data_pubs.pop(topic))
         for topic, (type_name_, qos_kind) in plan.items():
             if topic not in self._data_pubs:
@@ -292,6 +296,7 @@ class SimBridge(Node):
                 self._data_pubs[topic] = self.create_publisher(
                     MESSAGE_TYPES[type_name_], topic, qos,
                     event_callbacks=PublisherEventCallbacks(incompatible_qos=self._incompatible_qos(topic)))
+                self._wire[topic] = SerializedPublisher(self._data_pubs[topic])
         if self._tf_static_pub is None:
             self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
         first = self._hello is None

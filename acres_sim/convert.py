@@ -4,12 +4,11 @@ No Node and no graph: sim_bridge calls a FrameConverter per frame and publishes 
 the tests check every field without starting ROS. The ROS interface of the README is the contract
 for every field.
 
-Hot path: clouds (0.9 MB) and images (1.4 MB) are copied once, as bytes, from the reader's buffer
-into an array.array('B') -- the type the generated message classes store natively. Assigning a numpy
-array or a memoryview to msg.data instead makes the generated setter convert element by element
-(about 50 ms per cloud); benchmark/bench_convert.py measures both. The six messages of an INS
-epoch are serialized here directly (acres_sim.ins_wire) and published as bytes; ins() gives them as
-messages, deserialized.
+Hot path: what the bridge publishes on the sensor topics is serialized here directly, as CDR bytes
+(acres_sim.cdr, acres_sim.ins_wire): a cloud (0.9 MB) or an image (1.4 MB) is copied once, from the
+frame's payload into the message's bytes, and no Python message is converted field by field. The
+*_serialized() methods give those bytes; pointcloud(), image() and ins() give the same bytes
+deserialized into messages (this needs rclpy, the rest of this module does not).
 """
 
 from __future__ import annotations
@@ -35,6 +34,8 @@ from sensor_msgs.msg import (
 from std_msgs.msg import Header, UInt64
 from tf2_msgs.msg import TFMessage
 
+from acres_sim import cdr
+from acres_sim.cdr import CloudEncoder, ImageEncoder, PointFieldSpec
 from acres_sim.geometry import BASE_FOOTPRINT, CAMERA_OPTICAL, INS, mount_transforms
 from acres_sim.ins_wire import InsEncoder, InsWire
 from acres_sim.protocol import (
@@ -61,11 +62,6 @@ XYZIRT_DTYPE = np.dtype({"names": ["xyzi", "ring", "time"], "formats": [("<f4", 
 IMAGE_ENCODING = "bgr8"
 # What image_transport's compressed plugin writes for a bgr8 image encoded as JPEG.
 JPEG_FORMAT = "bgr8; jpeg compressed bgr8"
-
-# Since Jazzy the generated classes skip field checks unless asked; with checks on, an
-# array.array('B') is stored as is instead of being copied a second time. Older distributions have
-# no such keyword (and always check, which also stores array.array as is).
-_STORE_AS_IS = {"check_fields": True} if "_check_fields" in PointCloud2.__slots__ else {}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,18 +173,19 @@ def _header(sec: int, nanosec: int, frame_id: str) -> Header:
 
 
 def _bytes_array(data: memoryview | bytes | bytearray) -> array.array:
-    # One copy out of the reader's buffer (which it reuses for the next frame).
+    # array.array('B') is what the generated message classes store natively: assigning a numpy array
+    # or a memoryview to msg.data makes the setter convert element by element (about 50 ms a cloud).
     out = array.array("B")
     out.frombytes(data)
     return out
 
 
-def _point_fields(with_ring_and_time: bool = False) -> list[PointField]:
-    fields = [PointField(name=name, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+def _point_fields(with_ring_and_time: bool = False) -> list[PointFieldSpec]:
+    fields = [PointFieldSpec(name, 4 * i, PointField.FLOAT32)
               for i, name in enumerate(("x", "y", "z", "intensity"))]
     if with_ring_and_time:
-        fields += [PointField(name="ring", offset=16, datatype=PointField.UINT16, count=1),
-                   PointField(name="time", offset=20, datatype=PointField.FLOAT32, count=1)]
+        fields += [PointFieldSpec("ring", 16, PointField.UINT16),
+                   PointFieldSpec("time", 20, PointField.FLOAT32)]
     return fields
 
 
@@ -219,8 +216,14 @@ class FrameConverter:
             self._xyzirt = np.zeros(lidar.columns * lidar.rings, XYZIRT_DTYPE)
             self._xyzirt["ring"] = np.tile(np.arange(lidar.rings, dtype=np.uint16), lidar.columns)
             self._fill_times(self._stamp_shift)
+        if lidar.enabled:
+            xyzirt = self._xyzirt is not None
+            self._cloud = CloudEncoder(self.lidar_frame, lidar.columns, lidar.rings, _point_fields(xyzirt),
+                                       XYZIRT_DTYPE.itemsize if xyzirt else POINT_STEP)
 
         cam = hello.camera
+        if cam.enabled:
+            self._image = ImageEncoder(self.optical_frame, cam.height, cam.width, IMAGE_ENCODING)
         self._camera_d = tuple(float(v) for v in cam.d)
         self._camera_k = np.array([cam.fx, 0.0, cam.cx, 0.0, cam.fy, cam.cy, 0.0, 0.0, 1.0])
         self._camera_r = _diagonal((1.0, 1.0, 1.0))
@@ -261,6 +264,12 @@ class FrameConverter:
     # -- LiDAR --------------------------------------------------------------------------------
 
     def pointcloud(self, header: FrameHeader, frame: LidarFrame) -> PointCloud2:
+        """The cloud of pointcloud_serialized() as a message."""
+        from rclpy.serialization import deserialize_message
+
+        return deserialize_message(self.pointcloud_serialized(header, frame), PointCloud2)
+
+    def pointcloud_serialized(self, header: FrameHeader, frame: LidarFrame) -> bytes:
         """Organised cloud: height = columns, width = rings, the point bytes unchanged (NaN kept)."""
         if not self.hello.lidar.enabled:
             raise ProtocolError(
@@ -274,27 +283,15 @@ class FrameConverter:
         if stamp < 0.0:  # a sweep that started before t = 0: the header cannot go below 0
             stamp, shift = 0.0, header.stamp
         sec, nanosec = stamp_to_sec_nanosec(stamp)
-        msg = PointCloud2(**_STORE_AS_IS)
-        msg.header = _header(sec, nanosec, self.lidar_frame)
-        msg.height = frame.columns
-        msg.width = frame.rings
-        msg.is_bigendian = False
-        if self._xyzirt is None:
-            msg.fields = _point_fields()
-            msg.point_step = POINT_STEP
-            msg.data = _bytes_array(frame.point_bytes)
-        else:
-            if shift != self._times_shift:  # only a clamped stamp changes the times
-                self._fill_times(shift)
-            self._xyzirt["xyzi"] = frame.points.reshape(-1, 4)  # one vectorised copy
-            msg.fields = _point_fields(with_ring_and_time=True)
-            msg.point_step = XYZIRT_DTYPE.itemsize
-            msg.data = _bytes_array(self._xyzirt.view(np.uint8))
-        msg.row_step = msg.point_step * frame.rings
         # Any NaN in a point, intensity included, makes the cloud not dense. min() propagates NaN:
         # one SIMD pass over the four contiguous floats, no temporary mask.
-        msg.is_dense = not bool(np.isnan(frame.points.min())) if frame.points.size else True
-        return msg
+        dense = not bool(np.isnan(frame.points.min())) if frame.points.size else True
+        if self._xyzirt is None:
+            return self._cloud.encode(sec, nanosec, frame.point_bytes, dense)
+        if shift != self._times_shift:  # only a clamped stamp changes the times
+            self._fill_times(shift)
+        self._xyzirt["xyzi"] = frame.points.reshape(-1, 4)  # one vectorised copy
+        return self._cloud.encode(sec, nanosec, self._xyzirt.data, dense)
 
     def _fill_times(self, shift: float) -> None:
         """time = firing time of the cell's column minus the header stamp = offset + shift."""
@@ -323,7 +320,13 @@ class FrameConverter:
         return info
 
     def image(self, header: FrameHeader, frame: CameraFrame) -> tuple[Image, CameraInfo]:
-        """bgr8 image with the pixel bytes unchanged (row padding kept, step = row step) + its info."""
+        """The image of image_serialized() as a message, and its info."""
+        from rclpy.serialization import deserialize_message
+
+        return deserialize_message(self.image_serialized(header, frame), Image), self.camera_info(header)
+
+    def image_serialized(self, header: FrameHeader, frame: CameraFrame) -> bytes:
+        """bgr8 image with the pixel bytes unchanged (row padding kept, step = row step)."""
         if not self.hello.camera.enabled:
             raise ProtocolError(
                 f"camera frame (sequence {header.sequence}) but the Hello disables the camera")
@@ -332,15 +335,7 @@ class FrameConverter:
             raise ProtocolError(f"camera frame (sequence {header.sequence}) of {frame.width} x "
                                 f"{frame.height} pixels, but the Hello says {cam.width} x {cam.height}")
         sec, nanosec = stamp_to_sec_nanosec(header.stamp)
-        msg = Image(**_STORE_AS_IS)
-        msg.header = _header(sec, nanosec, self.optical_frame)
-        msg.height = frame.height
-        msg.width = frame.width
-        msg.encoding = IMAGE_ENCODING
-        msg.is_bigendian = 0
-        msg.step = frame.row_step
-        msg.data = _bytes_array(frame.pixel_bytes)
-        return msg, self.camera_info(header)
+        return self._image.encode(sec, nanosec, frame.row_step, frame.pixel_bytes)
 
     def compressed_image(self, header: FrameHeader, frame: CameraFrame, quality: int) -> CompressedImage:
         """The image as JPEG (sensor_msgs/CompressedImage), same stamp and frame as the raw image.
@@ -382,6 +377,9 @@ class FrameConverter:
     def clock(self, header: FrameHeader) -> Clock:
         """/clock carries the header stamp (world time), not the vehicle time of the payload."""
         return Clock(clock=stamp_to_time(header.stamp))
+
+    def clock_serialized(self, header: FrameHeader) -> bytes:
+        return cdr.clock(*stamp_to_sec_nanosec(header.stamp))
 
     def barrier(self, header: FrameHeader, step: int) -> UInt64:
         if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 0 <= step <= _UINT64_MAX:

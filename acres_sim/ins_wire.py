@@ -1,12 +1,8 @@
 """One INS epoch -> its six messages as serialized CDR, the bytes publish() sends as they are (ROS-free).
 
-rclpy converts a Python message field by field before the middleware serializes it; for the six
-messages of an epoch, 100 times a second, that was a third of what the bridge spends beyond the
-middleware itself. The layouts are fixed, so each message is built here from a few constant
-byte strings and one float64 block gathered from the epoch with numpy: OMG-CDR version 1, little
-endian (encapsulation 00 01 00 00: what every ROS 2 middleware writes and rosbag2 stores as
-"cdr"), primitives aligned to their size from the end of the encapsulation header, strings as
-uint32 length with the NUL, then the characters and the NUL. Padding is written as zeros.
+For the six messages of an epoch, 100 times a second, rclpy's field-by-field conversion was a
+third of what the bridge spent beyond the middleware itself. Each message is built here from a few
+constant byte strings (acres_sim.cdr) and one float64 block gathered from the epoch with numpy.
 
 What goes where (interface: INS topics):
 - ins/fix: lat, lon, height; status = FixStatus capped at GBAS_FIX with a diagonal covariance from
@@ -26,12 +22,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from acres_sim.cdr import ENCAPSULATION, STAMP, STAMP_AT, Layout, align
 from acres_sim.protocol import Ins
 
-ENCAPSULATION = b"\x00\x01\x00\x00"  # CDR, little endian, no options
-STAMP = struct.Struct("<iI")  # builtin_interfaces/Time: int32 sec, uint32 nanosec
 _ONE_TRANSFORM = struct.pack("<I", 1)  # tf2_msgs/TFMessage: a sequence of one TransformStamped
-STAMP_AT = len(ENCAPSULATION)  # the stamp of a message that opens with its Header (or a Clock)
 TF_STAMP_AT = STAMP_AT + len(_ONE_TRANSFORM)  # that of a TFMessage's first transform
 
 # NavSatStatus / NavSatFix constants (sensor_msgs)
@@ -68,36 +62,9 @@ def _diagonal(n: int, slots: list[int]) -> list[int]:
     return out
 
 
-def _align(offset: int, alignment: int) -> int:
-    """The first CDR offset at or after `offset` that is a multiple of `alignment`."""
-    return offset + -offset % alignment
-
-
-class _Layout:
-    """Builds the constant bytes between fields, tracking the CDR offset for the alignment."""
-
-    def __init__(self, offset: int):
-        self.offset = offset
-        self._parts: list[bytes] = []
-
-    def pad(self, alignment: int) -> None:
-        end = _align(self.offset, alignment)
-        self._parts.append(bytes(end - self.offset))
-        self.offset = end
-
-    def string(self, text: str) -> None:
-        self.pad(4)
-        data = text.encode() + b"\x00"
-        self._parts.append(struct.pack("<I", len(data)) + data)
-        self.offset += 4 + len(data)
-
-    def take(self) -> bytes:
-        return b"".join(self._parts)
-
-
 def _after_header(offset: int, frame_id: str, *strings: str) -> bytes:
     """The header's frame_id and any strings after it, padded to the float64s that follow."""
-    layout = _Layout(offset)
+    layout = Layout(offset)
     for text in (frame_id, *strings):
         layout.string(text)
     layout.pad(8)
@@ -119,12 +86,12 @@ class InsEncoder:
 
         # NavSatFix: header, status (int8 status, uint16 service), lat, lon, alt, covariance[9],
         # uint8 covariance type.
-        layout = _Layout(start)
+        layout = Layout(start)
         layout.string(ins_frame)
         self._fix_frame = layout.take()
         status_at = layout.offset
-        service_at = _align(status_at + 1, 2)
-        floats_at = _align(service_at + 2, 8)
+        service_at = align(status_at + 1, 2)
+        floats_at = align(service_at + 2, 8)
         self._fix_status = struct.Struct(f"<b{service_at - status_at - 1}xH{floats_at - service_at - 2}x")
         geo = _span(Ins.Lat, 3)
         self._fix_known = np.array(geo + _diagonal(3, _span(Ins.CovE, 3)))

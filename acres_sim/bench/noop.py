@@ -1,8 +1,9 @@
 """The middleware's own cost: `python3 -m acres_sim.bench.noop SPEC OUT [RATE]`.
 
 Publishes the messages the bridge would publish for the benchmark's Polaris stream, built once in
-advance (same topics, QoS, sizes, Fast DDS profile; the INS messages as the same CDR bytes the
-bridge publishes), at the same rates from one thread; per send it only sets the stamp. RATE 1
+advance (same topics, QoS, sizes, Fast DDS profile; what the bridge publishes as CDR as the same
+bytes, through the same rcl call), at the same rates from one thread; per send it only writes the
+stamp in. RATE 1
 (default) is real time; 0 publishes as fast as it can and prints "MBPS <payload MB/s>" every
 second (the bytes of the frames whose messages went out). On SIGINT or SIGTERM it writes OUT:
 [[frame type, stamp, publish time], ...] with the publish time taken just before the first publish
@@ -32,7 +33,9 @@ def main(argv: list[str]) -> int:
     from acres_sim.bench.workload import polaris_period
     from acres_sim.bridge import CLOCK_QOS, TF_QOS
     from acres_sim.convert import FrameConverter, stamp_to_sec_nanosec
-    from acres_sim.ins_wire import STAMP, STAMP_AT, TF_STAMP_AT
+    from acres_sim.cdr import STAMP, STAMP_AT
+    from acres_sim.ins_wire import TF_STAMP_AT
+    from acres_sim.serialized_publisher import SerializedPublisher
 
     spec, out = json.loads(argv[0]), argv[1]
     rate = float(argv[2]) if len(argv) > 2 else 1.0
@@ -47,25 +50,25 @@ def main(argv: list[str]) -> int:
     qos = {"sensor": sensor, "tf": TF_QOS, "clock": CLOCK_QOS}
     pubs = {topic.lstrip("/"): node.create_publisher(message_type(type_name), topic, qos[kind])
             for topic, type_name, kind in spec}
+    wire = {topic: SerializedPublisher(publisher) for topic, publisher in pubs.items()}  # as the bridge
 
     def messages(kind: int, stamp: float, payload: bytes) -> list[tuple[Any, Any, Any]]:
         """(publisher, message, its stamp: a Time to overwrite, or the offset of a serialized one)"""
         header = FrameHeader(kind, 0, len(payload), stamp, 0.0)
         data = decode_payload(kind, bytearray(payload))
+        # What the bridge publishes as CDR, the same bytes: templates whose stamp is written in place.
         if kind == FrameType.CLOCK:
-            clock = conv.clock(header)
-            return [(pubs["clock"], clock, clock.clock)]
+            return [(wire["clock"], bytearray(conv.clock_serialized(header)), STAMP_AT)]
         if kind == FrameType.INS:
-            m = conv.ins_serialized(header, data)  # as the bridge publishes them: CDR bytes
+            m = conv.ins_serialized(header, data)
             pairs = (("ins/fix", m.fix), ("ins/imu", m.imu), ("ins/odom", m.odom),
                      ("ins/odom_utm", m.odom_utm), ("ground_truth/odom", m.ground_truth))
-            return ([(pubs[t], msg, STAMP_AT) for t, msg in pairs]
-                    + [(pubs["tf"], m.tf, TF_STAMP_AT)])
+            return ([(wire[t], bytearray(msg), STAMP_AT) for t, msg in pairs]
+                    + [(wire["tf"], bytearray(m.tf), TF_STAMP_AT)])
         if kind == FrameType.LIDAR:
-            cloud = conv.pointcloud(header, data)
-            return [(pubs["lidar/points"], cloud, cloud.header.stamp)]
-        image, info = conv.image(header, data)
-        return [(pubs["camera/image_raw"], image, image.header.stamp),
+            return [(wire["lidar/points"], bytearray(conv.pointcloud_serialized(header, data)), STAMP_AT)]
+        info = conv.camera_info(header)
+        return [(wire["camera/image_raw"], bytearray(conv.image_serialized(header, data)), STAMP_AT),
                 (pubs["camera/camera_info"], info, info.header.stamp)]
 
     plan = [(kind, offset, 32 + len(payload), messages(kind, offset, payload))
@@ -91,8 +94,9 @@ def main(argv: list[str]) -> int:
             now = time.monotonic()
             cdr_stamp = STAMP.pack(sec, nanosec)
             for publisher, msg, when in batch:
-                if isinstance(msg, bytes):  # serialized: a copy with the stamp at its offset
-                    publisher.publish(b"".join((msg[:when], cdr_stamp, msg[when + STAMP.size:])))
+                if isinstance(msg, bytearray):
+                    msg[when:when + STAMP.size] = cdr_stamp
+                    publisher.publish(msg)
                 else:
                     when.sec, when.nanosec = sec, nanosec
                     publisher.publish(msg)
