@@ -40,8 +40,8 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, Imu, NavSatFix, 
 from std_msgs.msg import UInt64
 from tf2_msgs.msg import TFMessage
 
-from acres_sim import cdr, dds, diagnostics
-from acres_sim.convert import FrameConverter, stamp_to_sec_nanosec
+from acres_sim import dds, diagnostics
+from acres_sim.convert import FrameConverter
 from acres_sim.parameters import PARAMETERS, BridgeConfigError, config_from_values
 from acres_sim.protocol import FrameType, Hello
 from acres_sim.serialized_publisher import SerializedPublisher
@@ -109,8 +109,7 @@ class SimBridge(Node):
         self._stopping = threading.Event()
         self._hello: Hello | None = None
         self._converter: FrameConverter | None = None
-        self._data_pubs: dict[str, Publisher] = {}
-        self._wire: dict[str, SerializedPublisher] = {}  # the same publishers, for serialized CDR
+        self._data_pubs: dict[str, SerializedPublisher] = {}  # .publisher for messages and acks
         self._tf_static_pub: Publisher | None = None
         self._clock_pub = (SerializedPublisher(self.create_publisher(Clock, "/clock", CLOCK_QOS))
                            if cfg.publish_clock else None)
@@ -162,7 +161,7 @@ class SimBridge(Node):
         if frame.type == FrameType.CLOCK:
             # Straight from the reader thread: /clock never waits behind clouds, images or barriers.
             if self._clock_pub is not None:
-                self._clock_pub.publish(cdr.clock(*stamp_to_sec_nanosec(frame.header.stamp)))
+                self._clock_pub.publish(FrameConverter.clock_serialized(frame.header))
             return
         if not self._queue.put(frame):
             self.stats.drop(frame.type)
@@ -195,7 +194,7 @@ class SimBridge(Node):
         conv = self._converter
         if conv is None:
             raise ValueError("data before the first valid Hello frame")
-        pubs = self._wire
+        pubs = self._data_pubs
         if kind == FrameType.INS:
             if "ins/fix" not in pubs:
                 raise ValueError("INS frame but the Hello disables the INS")
@@ -220,10 +219,10 @@ class SimBridge(Node):
                 raise ValueError("camera frame but the Hello disables the camera")
             image = conv.image_serialized(frame.header, frame.data)  # type: ignore[arg-type]
             pubs["camera/image_raw"].publish(image)
-            self._data_pubs["camera/camera_info"].publish(conv.camera_info(frame.header))
-            compressed = self._data_pubs.get("camera/image_raw/compressed")
-            if compressed is not None and compressed.get_subscription_count() > 0:
-                if self._jpeg_slot.put((compressed, conv, frame.header, frame.data)):
+            pubs["camera/camera_info"].publisher.publish(conv.camera_info(frame.header))
+            compressed = pubs.get("camera/image_raw/compressed")
+            if compressed is not None and compressed.publisher.get_subscription_count() > 0:
+                if self._jpeg_slot.put((compressed.publisher, conv, frame.header, frame.data)):
                     self._jpeg_skipped += 1  # the encoder is still busy with an older image
         elif kind == FrameType.BARRIER:
             if not self._wait_acknowledged(BARRIER_ACK_TIMEOUT_S):
@@ -268,7 +267,7 @@ class SimBridge(Node):
         Polls with a zero timeout and sleeps in between: Publisher.wait_for_all_acked holds the GIL
         while it blocks, which would stall the reader thread (and /clock) for the whole wait.
         """
-        pending = list(self._data_pubs.values())
+        pending = [p.publisher for p in self._data_pubs.values()]
         if self._tf_static_pub is not None:
             pending.append(self._tf_static_pub)
         deadline = time.monotonic() + timeout_s
@@ -288,15 +287,13 @@ class SimBridge(Node):
         converter = FrameConverter(hello, self.settings)  # raises on a Hello with a broken frame tree
         plan = topic_plan(hello, self.config)
         for topic in [t for t in self._data_pubs if t not in plan]:
-            self._wire.pop(topic)
-            self.destroy_publisher(self._data_pubs.pop(topic))
+            self.destroy_publisher(self._data_pubs.pop(topic).publisher)
         for topic, (type_name_, qos_kind) in plan.items():
             if topic not in self._data_pubs:
                 qos = TF_QOS if qos_kind == "tf" else self._sensor_qos
-                self._data_pubs[topic] = self.create_publisher(
+                self._data_pubs[topic] = SerializedPublisher(self.create_publisher(
                     MESSAGE_TYPES[type_name_], topic, qos,
-                    event_callbacks=PublisherEventCallbacks(incompatible_qos=self._incompatible_qos(topic)))
-                self._wire[topic] = SerializedPublisher(self._data_pubs[topic])
+                    event_callbacks=PublisherEventCallbacks(incompatible_qos=self._incompatible_qos(topic))))
         if self._tf_static_pub is None:
             self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
         first = self._hello is None

@@ -95,7 +95,6 @@ class CloudEncoder:
         self.data_size = height * width * point_step
         layout.uint32(point_step, point_step * width, self.data_size)
         self._before_data = layout.take()
-        self.data_at = len(ENCAPSULATION) + layout.offset  # where the point bytes start
 
     def encode(self, sec: int, nanosec: int, data: bytes | bytearray | memoryview, is_dense: bool) -> bytes:
         if memoryview(data).nbytes != self.data_size:
@@ -117,7 +116,6 @@ class ImageEncoder:
         layout.pad(4)
         self.height = height
         self._before_step = layout.take()
-        self.data_at = len(ENCAPSULATION) + layout.offset + 8  # after step and the data's length
 
     def encode(self, sec: int, nanosec: int, step: int, data: bytes | bytearray | memoryview) -> bytes:
         size = memoryview(data).nbytes

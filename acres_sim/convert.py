@@ -378,7 +378,9 @@ class FrameConverter:
         """/clock carries the header stamp (world time), not the vehicle time of the payload."""
         return Clock(clock=stamp_to_time(header.stamp))
 
-    def clock_serialized(self, header: FrameHeader) -> bytes:
+    @staticmethod
+    def clock_serialized(header: FrameHeader) -> bytes:
+        """clock() as CDR; it needs no Hello (the bridge's reader thread calls it on the class)."""
         return cdr.clock(*stamp_to_sec_nanosec(header.stamp))
 
     def barrier(self, header: FrameHeader, step: int) -> UInt64:

@@ -13,6 +13,7 @@ the GIL held.
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 from typing import Any
 
@@ -44,9 +45,6 @@ class _Rcl:
 # winning it back (INS and /clock messages are a few hundred bytes; clouds and images a megabyte).
 RELEASE_GIL_FROM = 64 * 1024
 
-_UNSET: Any = object()
-_rcl: _Rcl | None | Any = _UNSET
-
 
 def _loaded_library(name: str) -> str | None:
     """The path of a shared library this process has mapped, e.g. 'librcl.so'."""
@@ -61,18 +59,18 @@ def _loaded_library(name: str) -> str | None:
     return None
 
 
+@functools.cache
 def _load() -> _Rcl | None:
-    global _rcl
-    if _rcl is _UNSET:
-        import rclpy  # noqa: F401 -- loads librcl, which this then finds
+    import rclpy  # noqa: F401 -- loads librcl, which this then finds
 
-        rcl, rcutils = _loaded_library("librcl.so"), _loaded_library("librcutils.so")
-        try:
-            _rcl = _Rcl(ctypes.CDLL(rcl), ctypes.CDLL(rcutils)) if rcl and rcutils else None
-        except (OSError, AttributeError) as exc:
-            _log.debug("rcl not usable through ctypes (%s)", exc)
-            _rcl = None
-    return _rcl
+    rcl, rcutils = _loaded_library("librcl.so"), _loaded_library("librcutils.so")
+    if not (rcl and rcutils):
+        return None
+    try:
+        return _Rcl(ctypes.CDLL(rcl), ctypes.CDLL(rcutils))
+    except (OSError, AttributeError) as exc:
+        _log.debug("rcl not usable through ctypes (%s)", exc)
+        return None
 
 
 def releases_gil() -> bool:
