@@ -120,8 +120,8 @@ def main() -> None:
     xyzirt = FrameConverter(converter.hello, ConvertSettings(lidar_fields="xyzirt", lidar_stamp="start"))
     row("FrameConverter.pointcloud_serialized, lidar_fields:=xyzirt (24 B points)",
         timed(lambda: xyzirt.pointcloud_serialized(lidar_header, cloud), n))
-    row("  of which is_dense = not isnan(points).any()",
-        timed(lambda: not np.isnan(cloud.points).any(), n))
+    row("  of which is_dense = not isnan(points.min())",
+        timed(lambda: not np.isnan(cloud.points.min()), n))
     row("  (for comparison: the strided isnan(points[..., :3]).any())",
         timed(lambda: not np.isnan(cloud.points[..., :3]).any(), n))
 
