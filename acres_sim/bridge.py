@@ -2,7 +2,9 @@
 
 Threads:
 - the reader thread (StreamClient) drains the socket at line rate, decodes frames, publishes
-  /clock at once (it must never wait behind clouds and images) and queues everything else;
+  /clock at once (it must never wait behind clouds and images), converts and publishes INS epochs
+  and Hellos itself while the publishing thread has nothing to do (handing each of the 100 epochs
+  a second over cost two thread wake-ups), and queues everything else;
 - the publishing thread converts frames (acres_sim.convert) and publishes them in arrival order;
   a Barrier waits there until the data before it has been acknowledged;
 - the sensor topics and /clock are published as serialized CDR through rcl directly
@@ -63,6 +65,9 @@ TF_STATIC_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability
 BARRIER_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 DIAGNOSTICS_QOS = BARRIER_QOS
 BARRIER_ACK_TIMEOUT_S = 1.0
+# Published by the reader thread itself when nothing is queued: light frames that never wait.
+# Clouds and images stay on the publishing thread, so that /clock is not held up behind them.
+_INLINE_TYPES = frozenset({FrameType.INS, FrameType.HELLO})
 _LEVELS = {diagnostics.OK: DiagnosticStatus.OK, diagnostics.WARN: DiagnosticStatus.WARN,
            diagnostics.ERROR: DiagnosticStatus.ERROR}
 
@@ -163,6 +168,9 @@ class SimBridge(Node):
             if self._clock_pub is not None:
                 self._clock_pub.publish(FrameConverter.clock_serialized(frame.header))
             return
+        if frame.type in _INLINE_TYPES and self._queue.idle():  # nothing earlier left to publish
+            self._publish_counted(frame)
+            return
         if not self._queue.put(frame):
             self.stats.drop(frame.type)
             self.get_logger().warning(
@@ -177,14 +185,21 @@ class SimBridge(Node):
             if frame is None:
                 continue
             try:
-                self._publish_frame(frame)
-            except Exception as exc:  # noqa: BLE001 -- one bad frame must not end the bridge
-                if self._stopping.is_set():
-                    return
-                self.stats.bad_frame(frame.type)
-                self.get_logger().error(
-                    f"{type_name(frame.type)} frame (sequence {frame.header.sequence}) not published: "
-                    f"{type(exc).__name__}: {exc}", throttle_duration_sec=2.0)
+                self._publish_counted(frame)
+            finally:
+                self._queue.done()
+
+    def _publish_counted(self, frame: Frame) -> None:
+        """Publish one frame; a frame that cannot be published is counted and logged, not raised."""
+        try:
+            self._publish_frame(frame)
+        except Exception as exc:  # noqa: BLE001 -- one bad frame must not end the bridge
+            if self._stopping.is_set():
+                return
+            self.stats.bad_frame(frame.type)
+            self.get_logger().error(
+                f"{type_name(frame.type)} frame (sequence {frame.header.sequence}) not published: "
+                f"{type(exc).__name__}: {exc}", throttle_duration_sec=2.0)
 
     def _publish_frame(self, frame: Frame) -> None:
         kind = frame.type

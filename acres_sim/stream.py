@@ -481,7 +481,10 @@ class HandoffQueue:
 
     Heavy frames (LiDAR, camera) are refused when the queued payload bytes would exceed
     `max_bytes`; light frames (Hello, clock, INS, barrier) are refused only above `max_light`
-    frames, a safety bound that a publishing thread that is alive never reaches.
+    frames, a safety bound that a publishing thread that is alive never reaches. The consumer
+    calls done() for every frame get() gave it once it has dealt with it; idle() is true while
+    nothing is queued or being dealt with, so the producer may deal with a frame itself without
+    overtaking an earlier one.
     """
 
     def __init__(self, max_bytes: int = 64 * 1024 * 1024, max_light: int = 100_000):
@@ -490,6 +493,7 @@ class HandoffQueue:
         self._items: deque[Frame] = deque()
         self._bytes = 0
         self._light = 0
+        self._taken = 0  # frames get() gave out and done() has not been called for
         self._cond = threading.Condition()
         self._closed = False
 
@@ -520,7 +524,18 @@ class HandoffQueue:
             frame = self._items.popleft()
             self._bytes -= len(frame.payload)
             self._light -= 0 if frame.header.type in HEAVY_TYPES else 1
+            self._taken += 1
             return frame
+
+    def done(self) -> None:
+        """The consumer has dealt with a frame get() gave it."""
+        with self._cond:
+            self._taken -= 1
+
+    def idle(self) -> bool:
+        """Nothing queued and nothing taken but not done."""
+        with self._cond:
+            return not self._items and not self._taken
 
     def close(self) -> None:
         with self._cond:

@@ -156,3 +156,22 @@ def test_floor_publishes_every_topic_with_the_stamps_it_logs(tmp_path):
         assert group["messages"] > 0, name
         assert group["lost"] <= 0.1 * group["messages"], (name, group["lost"], group["messages"])
         assert all(0 <= ms < 1000 for ms in group["ms"]), name
+
+
+def test_agents_run_bridges_then_their_floor_with_the_topics_and_frames_of_each_agent(tmp_path):
+    """Two agents as the launch file runs them, bridges and then no-op publishers: each agent's
+    groups arrive under its own namespace and frame prefix, /clock from the first agent only."""
+    from acres_sim.bench.__main__ import measure_agents
+
+    result = measure_agents(polaris_period(renders=1), 2.0, tmp_path, count=2)
+    for who in (result, result["floor"]):
+        first, second = who["per_agent"]
+        for name in ("INS", "LiDAR", "camera"):
+            for agent in (first, second):
+                assert agent[name]["messages"] > 0, name
+                assert agent[name]["lost"] <= 0.5 * agent[name]["messages"], (name, agent[name])
+        assert first["clock"]["messages"] > 0 and second["clock"]["messages"] == 0
+        for i, topics in enumerate(who["topics"]):
+            assert f"/tf polaris{i}/base_footprint" in topics and f"/polaris{i}/lidar/points" in topics
+            assert ("/clock" in topics) == (i == 0)
+    assert result["bridges_cpu_pct"] > 0 and result["floor"]["cpu_pct"] > 0

@@ -411,6 +411,23 @@ def test_queue_get_waits_and_close_releases():
     assert not q.put(_qframe(FrameType.INS, 320))
 
 
+def test_queue_is_idle_only_when_nothing_is_queued_or_still_being_dealt_with():
+    """The reader publishes a light frame itself only when idle() says no earlier frame is left."""
+    q = HandoffQueue()
+    assert q.idle()
+    q.put(_qframe(FrameType.LIDAR, 1000, 1))
+    q.put(_qframe(FrameType.INS, 320, 2))
+    assert not q.idle()
+    first = q.get(timeout_s=0)
+    assert first is not None and not q.idle()  # one queued, one taken
+    second = q.get(timeout_s=0)
+    assert second is not None and not q.idle()  # both taken, neither done
+    q.done()
+    assert not q.idle()
+    q.done()
+    assert q.idle()
+
+
 def test_protocol_error_is_the_base_of_stream_errors():
     assert issubclass(StreamDesync, ProtocolError) and issubclass(FrameSkipped, ProtocolError)
 

@@ -9,7 +9,8 @@ Measurements (names for --only):
   polaris   the Polaris stream in real time, one subscriber process on every topic: latency from
             the frame's publish time (header, CLOCK_MONOTONIC) to the callback, losses, bridge CPU;
             beside it the no-op publisher (pre-built messages, same bytes, rates, QoS) = the floor
-  agents4   four Polaris streams, four bridges, one subscriber process for all of them
+  agents4   four Polaris streams, four bridges, one subscriber process for all of them; then four
+            no-op publishers to one such subscriber (what is lost there is the subscriber's)
   lockstep  a learner stepping fake_game 12 steps at a time as fast as it can: waiting for
             sim/barrier through ROS vs waiting only for the control channel's reply
   fakegame  fake_game's CPU for one Polaris in real time with full rendering, and the time from a
@@ -58,6 +59,7 @@ TARGETS = {
     "no-op publisher flat out / raw": ("info", 0.0),
     "ingest / no-op publisher flat out": ("info", 0.0),
     "4 agents p99 / floor p99": ("<=", 2.0),
+    "4 no-op publishers p99 / floor p99": ("info", 0.0),
     "lockstep ROS / control only": (">=", 0.8),
     "lockstep ROS / control only (learner loads the profile)": ("info", 0.0),
     "fake_game CPU (% of a core)": ("<=", 60.0),
@@ -393,41 +395,8 @@ def measure_polaris(period: Period, seconds: float, tmp: Path, repeats: int = 2)
                               "max_ms": float(np.max(v))} for g, v in transport.items()}}
 
 
-def measure_agents(period: Period, seconds: float, tmp: Path, count: int = 4) -> dict[str, Any]:
-    from acres_sim.bench.messages import bridge_topics
-    from acres_sim.launch_plan import plan_launch
-
-    domain = next(_DOMAINS)
-    servers = [ReplayServer(period, rate=1.0) for _ in range(count)]
-    names = [f"polaris{i}" for i in range(count)]
-    plans = plan_launch(",".join(names), ",".join(str(s.port) for s in servers)).bridges
-    spec: list[list[str]] = []
-    for plan in plans:  # /tf is shared by all agents: one subscription
-        spec += [s for s in bridge_topics(period.hello, plan.namespace, clock=plan.publish_clock)
-                 if s[0] != "/tf" or not any(t[0] == "/tf" for t in spec)]
-    subscriber, sub_out = _run_subscriber(spec, domain, tmp, "agents")
-    bridges = []
-    for plan in plans:
-        bridges.append(start_bridge(plan.port, domain, {"frame_prefix": plan.frame_prefix,
-                                                        "publish_clock": str(plan.publish_clock).lower()},
-                                    plan.namespace))
-    for server in servers:
-        server.start()
-    try:
-        cpu_pct, start, end = _measured(subscriber, [b.pid for b in bridges], seconds, ready_s=90.0)
-    finally:
-        subscriber.stop()
-        for bridge in bridges:
-            bridge.stop()
-        for server in servers:
-            server.stop()
-    received = json.loads(sub_out.read_text())
-    per_agent = []
-    for plan, server in zip(plans, servers):
-        mine = {t: r for t, r in received.items()
-                if t.startswith(plan.namespace + "/") or t.endswith(f" {plan.frame_prefix}base_footprint")
-                or (t == "/clock" and plan.publish_clock)}
-        per_agent.append(summary([latencies(server.sent.frames, mine, start, end)]))
+def _worst_agent(per_agent: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Per topic group: the worst agent's p50 / p99 / max, messages and losses of all agents."""
     pooled = {}
     for name in GROUPS.values():
         rows = [a[name] for a in per_agent if a[name]["messages"]]
@@ -435,7 +404,77 @@ def measure_agents(period: Period, seconds: float, tmp: Path, count: int = 4) ->
                         "max_ms": max(r["max_ms"] for r in rows),
                         "messages": sum(r["messages"] for r in rows),
                         "lost": sum(r["lost"] for r in rows)} if rows else {}
-    return {"agents": count, "bridges_cpu_pct": cpu_pct, "worst_agent": pooled, "per_agent": per_agent}
+    return pooled
+
+
+def _agents_run(plans: list[Any], spec: list[list[str]], seconds: float, tmp: Path, name: str,
+                start_publishers: Callable[[int], list[tuple[Proc, Callable[[], list]]]]) -> dict[str, Any]:
+    """One subscriber process on every topic of all agents; `start_publishers(domain)` starts one
+    publisher process per plan and gives (process, its sent log once stopped)."""
+    domain = next(_DOMAINS)
+    subscriber, sub_out = _run_subscriber(spec, domain, tmp, name)
+    publishers = start_publishers(domain)
+    try:
+        cpu_pct, start, end = _measured(subscriber, [p.pid for p, _ in publishers], seconds, ready_s=90.0)
+    finally:
+        subscriber.stop()
+        for process, _ in publishers:
+            process.stop()
+    received = json.loads(sub_out.read_text())
+    per_agent, topics = [], []
+    for plan, (_, sent) in zip(plans, publishers):
+        mine = {t: r for t, r in received.items()
+                if t.startswith(plan.namespace + "/") or t.endswith(f" {plan.frame_prefix}base_footprint")
+                or (t == "/clock" and plan.publish_clock)}
+        per_agent.append(summary([latencies(sent(), mine, start, end)]))
+        topics.append(sorted(t for t, r in mine.items() if r))
+    return {"cpu_pct": cpu_pct, "worst_agent": _worst_agent(per_agent), "per_agent": per_agent,
+            "topics": topics}
+
+
+def measure_agents(period: Period, seconds: float, tmp: Path, count: int = 4) -> dict[str, Any]:
+    """`count` bridges as the launch file runs them, each on a replay server, then `count` no-op
+    publishers with the same topics and frames (the floor of that many agents), each time with one
+    subscriber process on every topic: what is lost with no bridge at all is the subscriber's."""
+    from acres_sim.bench.messages import bridge_topics
+    from acres_sim.launch_plan import plan_launch
+
+    servers = [ReplayServer(period, rate=1.0) for _ in range(count)]
+    names = [f"polaris{i}" for i in range(count)]
+    plans = plan_launch(",".join(names), ",".join(str(s.port) for s in servers)).bridges
+    specs = [bridge_topics(period.hello, plan.namespace, clock=plan.publish_clock) for plan in plans]
+    spec: list[list[str]] = []
+    for own in specs:  # /tf is shared by all agents: one subscription
+        spec += [s for s in own if s[0] != "/tf" or not any(t[0] == "/tf" for t in spec)]
+
+    def bridges(domain: int) -> list[tuple[Proc, Callable[[], list]]]:
+        started = []
+        for plan, server in zip(plans, servers):
+            bridge = start_bridge(plan.port, domain, {"frame_prefix": plan.frame_prefix,
+                                                      "publish_clock": str(plan.publish_clock).lower()},
+                                  plan.namespace)
+            started.append((bridge, lambda server=server: server.sent.frames))
+        for server in servers:
+            server.start()
+        return started
+
+    def floors(domain: int) -> list[tuple[Proc, Callable[[], list]]]:
+        started = []
+        for i, (plan, own) in enumerate(zip(plans, specs)):
+            out = tmp / f"noop_agent{i}.json"
+            noop = start_module("acres_sim.bench.noop", [json.dumps(own), str(out), "1", plan.namespace,
+                                                         plan.frame_prefix], domain)
+            started.append((noop, lambda out=out: json.loads(out.read_text())))
+        return started
+
+    try:
+        bridged = _agents_run(plans, spec, seconds, tmp, "agents", bridges)
+    finally:
+        for server in servers:
+            server.stop()
+    floor = _agents_run(plans, spec, seconds, tmp, "agents_floor", floors)
+    return {"agents": count, "bridges_cpu_pct": bridged["cpu_pct"], "worst_agent": bridged["worst_agent"],
+            "per_agent": bridged["per_agent"], "topics": bridged["topics"], "floor": floor}
 
 
 def measure_lockstep(tmp: Path, requests: int, profile: str | None = None) -> dict[str, Any]:
@@ -555,6 +594,10 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, float, str, bool | None]]:
             if a:
                 rows.append((f"4 agents p99 / floor p99 ({group})",
                              _ratio(a["p99_ms"], r["polaris"]["floor"][group]["p99_ms"])))
+            f = r["agents4"]["floor"]["worst_agent"].get(group)
+            if f:
+                rows.append((f"4 no-op publishers p99 / floor p99 ({group})",
+                             _ratio(f["p99_ms"], r["polaris"]["floor"][group]["p99_ms"])))
     if "lockstep" in r:
         rows.append(("lockstep ROS / control only (default subscriber)", r["lockstep"]["default"]["ratio"]))
         rows.append(("lockstep ROS / control only (learner loads the profile)",
@@ -600,12 +643,14 @@ def print_report(r: dict[str, Any]) -> None:
         t = Table(title=f"{a['agents']} Polaris agents, worst agent per topic group")
         for col in ("", "p50 ms", "p99 ms", "max ms", "messages", "lost"):
             t.add_column(col, justify="right" if col else "left")
-        for group, g in a["worst_agent"].items():
-            if g:
-                t.add_row(group, f"{g['p50_ms']:.2f}", f"{g['p99_ms']:.2f}", f"{g['max_ms']:.2f}",
-                          str(g["messages"]), str(g["lost"]))
+        for who, worst in (("bridges", a["worst_agent"]), ("no-op publishers", a["floor"]["worst_agent"])):
+            for group, g in worst.items():
+                if g:
+                    t.add_row(f"{who} {group}", f"{g['p50_ms']:.2f}", f"{g['p99_ms']:.2f}",
+                              f"{g['max_ms']:.2f}", str(g["messages"]), str(g["lost"]))
         console.print(t)
-        console.print(f"CPU: {a['agents']} bridges {a['bridges_cpu_pct']:.1f} % of one core")
+        console.print(f"CPU: {a['agents']} bridges {a['bridges_cpu_pct']:.1f} %, {a['agents']} no-op "
+                      f"publishers {a['floor']['cpu_pct']:.1f} % of one core")
     facts = Table(title="Throughput, lockstep, conversion, fake_game")
     facts.add_column("measurement")
     facts.add_column("figure", justify="right")

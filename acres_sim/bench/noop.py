@@ -1,11 +1,13 @@
-"""The middleware's own cost: `python3 -m acres_sim.bench.noop SPEC OUT [RATE]`.
+"""The middleware's own cost: `python3 -m acres_sim.bench.noop SPEC OUT [RATE [NAMESPACE PREFIX]]`.
 
 Publishes the messages the bridge would publish for the benchmark's Polaris stream, built once in
 advance (same topics, QoS, sizes, Fast DDS profile; what the bridge publishes as CDR as the same
 bytes, through the same rcl call), at the same rates from one thread; per send it only writes the
 stamp in. RATE 1
 (default) is real time; 0 publishes as fast as it can and prints "MBPS <payload MB/s>" every
-second (the bytes of the frames whose messages went out). On SIGINT or SIGTERM it writes OUT:
+second (the bytes of the frames whose messages went out). NAMESPACE and PREFIX stand in for one
+agent of several, as the launch file runs it: its topics are under NAMESPACE, its frames start with
+PREFIX, and it publishes /clock only if SPEC has it. On SIGINT or SIGTERM it writes OUT:
 [[frame type, stamp, publish time], ...] with the publish time taken just before the first publish
 of each frame (CLOCK_MONOTONIC).
 """
@@ -32,23 +34,28 @@ def main(argv: list[str]) -> int:
     from acres_sim.bench.messages import message_type
     from acres_sim.bench.workload import polaris_period
     from acres_sim.bridge import CLOCK_QOS, TF_QOS
-    from acres_sim.convert import FrameConverter, stamp_to_sec_nanosec
+    from acres_sim.convert import ConvertSettings, FrameConverter, stamp_to_sec_nanosec
     from acres_sim.cdr import STAMP, STAMP_AT
     from acres_sim.ins_wire import TF_STAMP_AT
     from acres_sim.serialized_publisher import SerializedPublisher
 
     spec, out = json.loads(argv[0]), argv[1]
     rate = float(argv[2]) if len(argv) > 2 else 1.0
+    namespace, prefix = (argv[3], argv[4]) if len(argv) > 4 else ("", "")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     period = polaris_period()
-    conv = FrameConverter(period.hello)
+    conv = FrameConverter(period.hello, ConvertSettings(frame_prefix=prefix))
     rclpy.init(signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     node = rclpy.create_node("bench_noop_publisher")
     sensor = QoSProfile(depth=5, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
     qos = {"sensor": sensor, "tf": TF_QOS, "clock": CLOCK_QOS}
-    pubs = {topic.lstrip("/"): node.create_publisher(message_type(type_name), topic, qos[kind])
+
+    def key(topic: str) -> str:  # the topic as the bridge names it, relative to its namespace
+        inside = namespace and topic.startswith(namespace + "/")
+        return topic[len(namespace) + 1:] if inside else topic.lstrip("/")
+    pubs = {key(topic): node.create_publisher(message_type(type_name), topic, qos[kind])
             for topic, type_name, kind in spec}
     wire = {topic: SerializedPublisher(publisher) for topic, publisher in pubs.items()}  # as the bridge
 
@@ -58,6 +65,8 @@ def main(argv: list[str]) -> int:
         data = decode_payload(kind, bytearray(payload))
         # What the bridge publishes as CDR, the same bytes: templates whose stamp is written in place.
         if kind == FrameType.CLOCK:
+            if "clock" not in wire:  # not the agent that publishes /clock
+                return []
             return [(wire["clock"], bytearray(conv.clock_serialized(header)), STAMP_AT)]
         if kind == FrameType.INS:
             m = conv.ins_serialized(header, data)
