@@ -333,9 +333,11 @@ def test_lidar_ground_points_land_on_the_terrain():
         def stamp_s(msg) -> float:
             return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
 
+        def cells_of(cloud) -> np.ndarray:
+            return np.frombuffer(bytes(cloud.data), layout).reshape(cloud.height, cloud.width)
+
         def firing_times(cloud) -> np.ndarray:  # per column
-            cells = np.frombuffer(bytes(cloud.data), layout).reshape(cloud.height, cloud.width)
-            return stamp_s(cloud) + cells["time"][:, 0].astype(np.float64)
+            return stamp_s(cloud) + cells_of(cloud)["time"][:, 0].astype(np.float64)
 
         def swept_within_truth() -> list:
             # the two topics match at different moments, so the first clouds may have been swept
@@ -360,7 +362,7 @@ def test_lidar_ground_points_land_on_the_terrain():
         quats = np.array([[m.pose.pose.orientation.x, m.pose.pose.orientation.y, m.pose.pose.orientation.z,
                            m.pose.pose.orientation.w] for _, m in odoms])
         for cloud in checked:
-            cells = np.frombuffer(bytes(cloud.data), layout).reshape(cloud.height, cloud.width)
+            cells = cells_of(cloud)
             column_times = firing_times(cloud)
             assert times[0] <= column_times.min() and column_times.max() <= times[-1]
             # the truth at each column's firing time: linear in position, normalised linear in

@@ -3,13 +3,12 @@
 Publishes the messages the bridge would publish for the benchmark's Polaris stream, built once in
 advance (same topics, QoS, sizes, Fast DDS profile; what the bridge publishes as CDR as the same
 bytes, through the same rcl call), at the same rates from one thread; per send it only writes the
-stamp in. RATE 1
-(default) is real time; 0 publishes as fast as it can and prints "MBPS <payload MB/s>" every
-second (the bytes of the frames whose messages went out). NAMESPACE and PREFIX stand in for one
-agent of several, as the launch file runs it: its topics are under NAMESPACE, its frames start with
-PREFIX, and it publishes /clock only if SPEC has it. On SIGINT or SIGTERM it writes OUT:
-[[frame type, stamp, publish time], ...] with the publish time taken just before the first publish
-of each frame (CLOCK_MONOTONIC).
+stamp in. RATE 1 (default) is real time; 0 publishes as fast as it can and prints
+"MBPS <payload MB/s>" every second (the bytes of the frames whose messages went out). NAMESPACE
+and PREFIX stand in for one agent of several, as the launch file runs it: its topics are under
+NAMESPACE, its frames start with PREFIX, and it publishes /clock only if SPEC has it. On SIGINT or
+SIGTERM it writes OUT: [[frame type, stamp, publish time], ...] with the publish time taken just
+before the first publish of each frame (CLOCK_MONOTONIC).
 """
 
 from __future__ import annotations
@@ -105,10 +104,9 @@ def main(argv: list[str]) -> int:
             for publisher, msg, when in batch:
                 if isinstance(msg, bytearray):
                     msg[when:when + STAMP.size] = cdr_stamp
-                    publisher.publish(msg)
                 else:
                     when.sec, when.nanosec = sec, nanosec
-                    publisher.publish(msg)
+                publisher.publish(msg)
             sent_bytes += size
             if rate > 0:
                 sent.append((int(kind), stamp, now))
