@@ -188,6 +188,7 @@ class SimBridge(Node):
                 self._publish_counted(frame)
             finally:
                 self._queue.done()
+                del frame  # let go of its payload now: the reader takes the buffer again (FrameReader)
 
     def _publish_counted(self, frame: Frame) -> None:
         """Publish one frame; a frame that cannot be published is counted and logged, not raised."""
@@ -313,6 +314,7 @@ class SimBridge(Node):
             self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
         first = self._hello is None
         self._hello, self._converter = hello, converter
+        self._client.payload_room.update(converter.payload_room())  # clouds and images built in place
         static = converter.static_tf()
         self._tf_static_pub.publish(static)
         self.get_logger().info(

@@ -9,13 +9,16 @@ uint32 length with the NUL, then the characters and the NUL, sequences as a uint
 elements. Padding is written as zeros.
 
 - Layout: the constant bytes between fields, tracking the offset for the alignment.
-- CloudEncoder, ImageEncoder: sensor_msgs/PointCloud2 and Image around the sensor's own bytes,
-  which are copied once (into the one bytes object the middleware reads).
+- CloudEncoder, ImageEncoder: sensor_msgs/PointCloud2 and Image around the sensor's own bytes.
+  When those bytes sit in a buffer with the encoder's `room` around them (FrameReader does that),
+  the message is written around them in place; otherwise they are copied once, into the one bytes
+  object the middleware reads.
 - clock(): rosgraph_msgs/Clock.
 """
 
 from __future__ import annotations
 
+import ctypes
 import struct
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -63,6 +66,20 @@ class Layout:
         return b"".join(self._parts)
 
 
+def enclosing(data: bytes | bytearray | memoryview, before: int, after: int) -> bytearray | None:
+    """The bytearray `data` is a view of when it holds exactly `before` bytes before the view and
+    `after` bytes after it (so a message can be written around it in place), else None."""
+    if not isinstance(data, memoryview):
+        return None
+    whole = data.obj
+    if not isinstance(whole, bytearray) or len(whole) != before + data.nbytes + after or not data.nbytes \
+            or data.readonly or not data.c_contiguous:
+        return None
+    address = ctypes.addressof
+    start = address(ctypes.c_char.from_buffer(data)) - address(ctypes.c_char.from_buffer(whole))
+    return whole if start == before else None
+
+
 def clock(sec: int, nanosec: int) -> bytes:
     """rosgraph_msgs/Clock: one builtin_interfaces/Time."""
     return ENCAPSULATION + STAMP.pack(sec, nanosec)
@@ -95,12 +112,22 @@ class CloudEncoder:
         self.data_size = height * width * point_step
         layout.uint32(point_step, point_step * width, self.data_size)
         self._before_data = layout.take()
+        self.room = (len(ENCAPSULATION) + STAMP.size + len(self._before_data), 1)  # before, after the data
 
-    def encode(self, sec: int, nanosec: int, data: bytes | bytearray | memoryview, is_dense: bool) -> bytes:
+    def encode(self, sec: int, nanosec: int, data: bytes | bytearray | memoryview,
+               is_dense: bool) -> bytes | bytearray:
+        """The message; the buffer `data` is a view of, when it has the room (see enclosing())."""
         if memoryview(data).nbytes != self.data_size:
             raise ValueError(f"{memoryview(data).nbytes} point bytes, the layout holds {self.data_size}")
-        return b"".join((ENCAPSULATION, STAMP.pack(sec, nanosec), self._before_data, data,
-                         b"\x01" if is_dense else b"\x00"))
+        dense = b"\x01" if is_dense else b"\x00"
+        whole = enclosing(data, *self.room)
+        if whole is None:
+            return b"".join((ENCAPSULATION, STAMP.pack(sec, nanosec), self._before_data, data, dense))
+        whole[:STAMP_AT] = ENCAPSULATION
+        STAMP.pack_into(whole, STAMP_AT, sec, nanosec)
+        whole[STAMP_AT + STAMP.size:self.room[0]] = self._before_data
+        whole[-1:] = dense
+        return whole
 
 
 class ImageEncoder:
@@ -116,11 +143,22 @@ class ImageEncoder:
         layout.pad(4)
         self.height = height
         self._before_step = layout.take()
+        self.room = (len(ENCAPSULATION) + STAMP.size + len(self._before_step) + _STEP_AND_SIZE.size, 0)
 
-    def encode(self, sec: int, nanosec: int, step: int, data: bytes | bytearray | memoryview) -> bytes:
+    def encode(self, sec: int, nanosec: int, step: int,
+               data: bytes | bytearray | memoryview) -> bytes | bytearray:
+        """The message; the buffer `data` is a view of, when it has the room (see enclosing())."""
         size = memoryview(data).nbytes
         if size != self.height * step:
             raise ValueError(f"{size} pixel bytes, but {self.height} rows of {step} bytes are "
                              f"{self.height * step}")
-        return b"".join((ENCAPSULATION, STAMP.pack(sec, nanosec), self._before_step,
-                         _STEP_AND_SIZE.pack(step, size), data))
+        whole = enclosing(data, *self.room)
+        if whole is None:
+            return b"".join((ENCAPSULATION, STAMP.pack(sec, nanosec), self._before_step,
+                             _STEP_AND_SIZE.pack(step, size), data))
+        whole[:STAMP_AT] = ENCAPSULATION
+        STAMP.pack_into(whole, STAMP_AT, sec, nanosec)
+        at = STAMP_AT + STAMP.size
+        whole[at:at + len(self._before_step)] = self._before_step
+        _STEP_AND_SIZE.pack_into(whole, at + len(self._before_step), step, size)
+        return whole

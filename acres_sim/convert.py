@@ -41,8 +41,10 @@ from acres_sim.ins_wire import InsEncoder, InsWire
 from acres_sim.protocol import (
     INS_FIELDS,
     POINT_STEP,
+    SUB_HEADER_SIZE,
     CameraFrame,
     FrameHeader,
+    FrameType,
     Hello,
     LidarFrame,
     ProtocolError,
@@ -239,6 +241,20 @@ class FrameConverter:
             imu_angular_velocity_variance=float(settings.imu_angular_velocity_variance),
             imu_linear_acceleration_variance=float(settings.imu_linear_acceleration_variance))
 
+    def payload_room(self) -> dict[int, tuple[int, int]]:
+        """Room to leave around LiDAR and camera payloads (FrameReader's `room`) so that their messages
+        are written around the sensor's bytes in place: what the encoder puts before the data less the
+        payload's sub-header, which it overwrites, and what it puts after; none for a cloud with ring
+        and time, whose points are laid out anew."""
+        room = {int(FrameType.LIDAR): (0, 0), int(FrameType.CAMERA): (0, 0)}
+        if self.hello.lidar.enabled and self._xyzirt is None:
+            before, after = self._cloud.room
+            room[int(FrameType.LIDAR)] = (before - SUB_HEADER_SIZE, after)
+        if self.hello.camera.enabled:
+            before, after = self._image.room
+            room[int(FrameType.CAMERA)] = (before - SUB_HEADER_SIZE, after)
+        return room
+
     # -- static -------------------------------------------------------------------------------
 
     def static_tf(self, stamp_s: float | None = None) -> TFMessage:
@@ -269,8 +285,9 @@ class FrameConverter:
 
         return deserialize_message(self.pointcloud_serialized(header, frame), PointCloud2)
 
-    def pointcloud_serialized(self, header: FrameHeader, frame: LidarFrame) -> bytes:
-        """Organised cloud: height = columns, width = rings, the point bytes unchanged (NaN kept)."""
+    def pointcloud_serialized(self, header: FrameHeader, frame: LidarFrame) -> bytes | bytearray:
+        """Organised cloud: height = columns, width = rings, the point bytes unchanged (NaN kept). With
+        the payload_room() around the frame's payload, the cloud is written there, over the sub-header."""
         if not self.hello.lidar.enabled:
             raise ProtocolError(
                 f"LiDAR frame (sequence {header.sequence}) but the Hello disables the LiDAR")
@@ -325,8 +342,9 @@ class FrameConverter:
 
         return deserialize_message(self.image_serialized(header, frame), Image), self.camera_info(header)
 
-    def image_serialized(self, header: FrameHeader, frame: CameraFrame) -> bytes:
-        """bgr8 image with the pixel bytes unchanged (row padding kept, step = row step)."""
+    def image_serialized(self, header: FrameHeader, frame: CameraFrame) -> bytes | bytearray:
+        """bgr8 image with the pixel bytes unchanged (row padding kept, step = row step); in place
+        like pointcloud_serialized()."""
         if not self.hello.camera.enabled:
             raise ProtocolError(
                 f"camera frame (sequence {header.sequence}) but the Hello disables the camera")

@@ -95,15 +95,22 @@ class SerializedPublisher:
             self.publisher.publish(bytes(cdr))
             return
         message = self._message
+        # The message's own buffer, no copy, set as an address: a ctypes object assigned to the field
+        # would stay referenced by the struct after the call, and with it `cdr`, which the stream
+        # reader takes again for its next payload once nothing refers to it (a cloud built in place).
+        # `pinned` keeps the buffer where it is until rcl has returned.
         if isinstance(cdr, bytes):
-            message.buffer = cdr  # points at the bytes object's own buffer: no copy
-        else:  # a bytearray, e.g. a template whose stamp is written in place
-            message.buffer = ctypes.cast((ctypes.c_char * len(cdr)).from_buffer(cdr), ctypes.c_char_p)
+            pinned: Any = ctypes.c_char_p(cdr)
+            message.buffer = ctypes.cast(pinned, ctypes.c_void_p).value
+        else:  # a bytearray: a template whose stamp is written in place, a cloud or image built in place
+            pinned = (ctypes.c_char * len(cdr)).from_buffer(cdr)
+            message.buffer = ctypes.addressof(pinned)
         message.buffer_length = message.buffer_capacity = len(cdr)
         handle = self.publisher.handle
         with handle:  # the publisher cannot be destroyed while rcl uses it
             ret = rcl.publish(handle.pointer, ctypes.byref(message), None)
-        message.buffer = None
+        del pinned
+        message.buffer = 0
         if ret != 0:
             text = rcl.error().text.decode(errors="replace")
             rcl.reset()

@@ -2,9 +2,11 @@
 
 - require_loopback: the game only listens on 127.0.0.1 and the data must not leave the computer.
 - FrameReader: reads whole frames from a connected socket, small frames in bulk through one
-  reusable receive buffer; each payload gets one fresh bytearray of exactly its size (never grown
-  by concatenation). A fresh buffer per frame because consumers keep zero-copy views into it
-  (decoded clouds and images) after the reader has moved on.
+  reusable receive buffer; each large payload gets a bytearray of exactly its size (never grown
+  by concatenation), or, for the types given room, that many bytes more around it, where a
+  consumer builds its message in place (the bridge: the CDR of clouds and images). Consumers keep
+  zero-copy views into it (decoded clouds and images) after the reader has moved on, so a buffer is
+  only taken again for a later payload once nothing but the reader refers to it.
 - StreamClient: a thread that connects with exponential backoff, reads frames, decodes them and
   hands them on in arrival order; bad input is counted and logged, the stream goes on.
 - HandoffQueue: the bounded queue between the reader thread and the publishing thread. When it
@@ -18,6 +20,7 @@ import ipaddress
 import logging
 import re
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -38,6 +41,11 @@ _SEQUENCE_MOD = 1 << 32
 HEAVY_TYPES = frozenset({FrameType.LIDAR, FrameType.CAMERA})
 _KNOWN_TYPES = frozenset(int(t) for t in FrameType)
 _DIGITS = re.compile(r"\d+")
+
+
+# frame type -> (bytes before, bytes after) its large payloads get in their buffer
+PayloadRoom = dict[int, tuple[int, int]]
+_NO_ROOM = (0, 0)
 
 
 class NotLoopbackError(ValueError):
@@ -77,13 +85,14 @@ class FrameSkipped(ProtocolError):
 
 class RawFrame(NamedTuple):  # NamedTuples: one of each per frame, thousands a second
     header: FrameHeader
-    payload: bytearray  # owned by this frame; never reused by the reader
+    payload: bytearray | memoryview  # owned by this frame; never reused by the reader. A view when
+    # the frame's type has room: the payload is then the middle of a larger bytearray (.obj)
     received: float  # time.monotonic() when the last byte arrived
 
 
 class Frame(NamedTuple):
     header: FrameHeader
-    payload: bytearray
+    payload: bytearray | memoryview
     data: Payload  # the decoded payload (views into `payload` for clouds, images, INS)
     received: float
 
@@ -101,13 +110,25 @@ class FrameReader:
     has arrived and the rest is received straight into the frame's own buffer in one blocking call
     (MSG_WAITALL). Every system call releases the GIL and has to win it back: fewer calls is what
     keeps the reader at line rate while the publishing thread runs.
+
+    `room` (frame type -> bytes before, bytes after; read for every large payload, so its owner may
+    change it): such a payload is received into the middle of a bytearray that large and handed on
+    as a memoryview of its own bytes, so that the message around it is written in place instead of
+    copying the payload once more.
     """
 
     def __init__(self, sock: socket.socket, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
-                 stop: threading.Event | None = None, buffer_bytes: int = _RECEIVE_CHUNK):
+                 stop: threading.Event | None = None, buffer_bytes: int = _RECEIVE_CHUNK,
+                 room: PayloadRoom | None = None):
         self._sock = sock
         self._max = max_payload_bytes
         self._stop = stop
+        self._room = room if room is not None else {}
+        self._last: dict[int, bytearray] = {}  # by frame type: the buffer of its last large payload
+        # what _references() counts for a buffer nobody else holds, on this interpreter
+        self._last[-1] = bytearray()
+        self._unshared = self._references(-1)
+        del self._last[-1]
         self._buffer = bytearray(max(buffer_bytes, HEADER_SIZE))
         self._view = memoryview(self._buffer)
         self._start = 0  # the unread bytes are _buffer[_start:_end]
@@ -182,9 +203,27 @@ class FrameReader:
             payload = bytearray(self._view[self._start:self._start + size])
             self._start += size
         else:
-            payload = bytearray(size)
+            payload = self._payload_buffer(header.type, size)
             self._take(memoryview(payload), header.type)
         return RawFrame(header, payload, time.monotonic())
+
+    def _payload_buffer(self, kind: int, size: int) -> bytearray | memoryview:
+        """The buffer a large payload is received into, with the room of its type around it.
+
+        The buffer of the last payload of the type is used again once nothing but this reader refers
+        to it (its frame was dealt with and let go): a fresh bytearray per frame is zero-filled, and
+        fresh memory faults in page by page, each a megabyte a frame. Any view of it still alive (a
+        queued frame, a decoded cloud kept) is a reference, and then the payload gets a new buffer."""
+        before, after = self._room.get(kind, _NO_ROOM)
+        total = before + size + after
+        if kind in self._last and len(self._last[kind]) == total and self._references(kind) <= self._unshared:
+            whole = self._last[kind]
+        else:
+            whole = self._last[kind] = bytearray(total)
+        return memoryview(whole)[before:before + size] if before or after else whole
+
+    def _references(self, kind: int) -> int:
+        return sys.getrefcount(self._last[kind])
 
     def _skip(self, size: int) -> None:
         discard = memoryview(bytearray(min(size, _DISCARD_CHUNK)))
@@ -306,6 +345,9 @@ class StreamClient:
         self._last_failure = ""
         self._hello_ok = False  # a valid Hello arrived on this connection: its frames may pass
         self._faults = LogLimiter()
+        # Room around large payloads by frame type (FrameReader); its owner may change it at any
+        # time: a frame read before the change has the old room.
+        self.payload_room: PayloadRoom = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -385,7 +427,7 @@ class StreamClient:
         self._hello_ok = False
         self._log.info("sensor stream connected to %s", where)
         self._set_state(StreamState.CONNECTED, where)
-        reader = FrameReader(sock, self._max, self._stop)
+        reader = FrameReader(sock, self._max, self._stop, room=self.payload_room)
         reason, logged = "stopped", False
         try:
             while not self._stop.is_set():

@@ -36,6 +36,7 @@ from acres_sim.geometry import rpy_deg_to_quaternion
 from acres_sim.protocol import (
     INS_FIELDS,
     INS_GEO_FIELDS,
+    SUB_HEADER_SIZE,
     FrameHeader,
     FrameType,
     Ins,
@@ -227,6 +228,38 @@ def test_cloud_owns_its_bytes():
     expected = bytes(buffer[16:])
     buffer[16:] = bytes(len(buffer) - 16)
     assert msg.data.tobytes() == expected
+
+
+def _with_room(payload: bytes, before: int, after: int) -> memoryview:
+    """The payload as FrameReader hands it on with room: the middle of a larger bytearray."""
+    whole = bytearray(before + len(payload) + after)
+    view = memoryview(whole)[before:before + len(payload)]
+    view[:] = payload
+    return view
+
+
+def test_cloud_and_image_are_built_in_place_around_a_payload_with_room():
+    converter = FrameConverter(POLARIS, ConvertSettings(frame_prefix="polaris/"))
+    room = converter.payload_room()
+    rng = np.random.default_rng(5)
+    cases = [(FrameType.LIDAR, _lidar_payload(_polaris_cloud_bits(with_nan=True)),
+              lambda p: converter.pointcloud_serialized(_header(FrameType.LIDAR), decode_lidar(p))),
+             (FrameType.CAMERA, encode_camera(rng.integers(0, 256, (512, 896, 3), dtype=np.uint8)),
+              lambda p: converter.image_serialized(_header(FrameType.CAMERA), decode_camera(p)))]
+    for kind, payload, build in cases:
+        before, after = room[kind]
+        copied = build(payload)  # a payload of its own: the message is a copy
+        assert isinstance(copied, bytes)
+        view = _with_room(payload, before, after)
+        in_place = build(view)
+        assert in_place is view.obj and bytes(in_place) == copied  # the same bytes, no copy
+        assert bytes(view[SUB_HEADER_SIZE:]) == payload[SUB_HEADER_SIZE:]  # the sensor's bytes untouched
+        for other in ((before - 4, after), (before, after + 1), (before + 4, after)):
+            wrong = build(_with_room(payload, *other))  # room that does not fit: copied, same bytes
+            assert isinstance(wrong, bytes) and wrong == copied
+    # ring and time: the points are laid out anew, so no room
+    with_times = FrameConverter(POLARIS, ConvertSettings(lidar_fields="xyzirt"))
+    assert with_times.payload_room()[FrameType.LIDAR] == (0, 0)
 
 
 def test_frames_of_another_size_than_the_hello_are_refused():

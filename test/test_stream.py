@@ -107,6 +107,34 @@ def test_reader_returns_frames_in_order_with_exact_payloads():
     b.close()
 
 
+def test_reader_gives_payloads_room_and_takes_a_buffer_again_only_once_nothing_refers_to_it():
+    a, b = _pair()
+    rng = np.random.default_rng(2)
+    clouds = [rng.normal(size=(300, 16, 4)).astype(np.float32) for _ in range(3)]  # 77 KB: large
+    payloads = [protocol.encode_lidar(c) for c in clouds]
+    sender = _send_later(b, [frame(FrameType.LIDAR, i, 0.1 * i, p) for i, p in enumerate(payloads)])
+    reader = FrameReader(a, room={FrameType.LIDAR: (40, 3)})
+    first = reader.read_frame()
+    assert isinstance(first.payload, memoryview) and bytes(first.payload) == payloads[0]
+    assert len(first.payload.obj) == 40 + len(payloads[0]) + 3
+    kept = protocol.decode_lidar(first.payload).points  # a consumer keeps a view of the cloud
+    first_buffer_id = id(first.payload.obj)
+    del first
+    second = reader.read_frame()
+    assert id(second.payload.obj) != first_buffer_id  # still referred to: a buffer of its own
+    np.testing.assert_array_equal(kept, clouds[0])  # and the kept cloud is untouched
+    assert bytes(second.payload) == payloads[1]
+    second.payload.obj[0] = 0xCD  # what a consumer wrote into the room
+    del second
+    third = reader.read_frame()
+    # nothing refers to the second buffer any more: taken again, not a fresh zero-filled one
+    assert third.payload.obj[0] == 0xCD and bytes(third.payload) == payloads[2]
+    np.testing.assert_array_equal(kept, clouds[0])
+    sender.join()
+    a.close()
+    b.close()
+
+
 @settings(max_examples=40, deadline=None)
 @given(cuts=st.lists(st.integers(1, 3000), min_size=1, max_size=12), seed=st.integers(0, 2**31),
        buffer_bytes=st.sampled_from([32, 100, 1000, 256 * 1024]))
