@@ -5,8 +5,9 @@ the tests check every field without starting ROS. The ROS interface of the READM
 for every field.
 
 Hot path: what the bridge publishes on the sensor topics is serialized here directly, as CDR bytes
-(acres_sim.cdr, acres_sim.ins_wire): a cloud (0.9 MB) or an image (1.4 MB) is copied once, from the
-frame's payload into the message's bytes, and no Python message is converted field by field. The
+(acres_sim.cdr, acres_sim.ins_wire): a cloud (0.9 MB) or an image (1.4 MB) is written around the
+frame's payload in place when the reader left payload_room() around it, else copied once into the
+message's bytes, and no Python message is converted field by field. The
 *_serialized() methods give those bytes; pointcloud(), image() and ins() give the same bytes
 deserialized into messages (this needs rclpy, the rest of this module does not).
 """
