@@ -85,8 +85,9 @@ class FrameSkipped(ProtocolError):
 
 class RawFrame(NamedTuple):  # NamedTuples: one of each per frame, thousands a second
     header: FrameHeader
-    payload: bytearray | memoryview  # owned by this frame; never reused by the reader. A view when
-    # the frame's type has room: the payload is then the middle of a larger bytearray (.obj)
+    payload: bytearray | memoryview  # this frame's while anything refers to it (the reader takes
+    # it again only after that); a view into the middle of a larger bytearray (.obj) when the
+    # frame's type has room
     received: float  # time.monotonic() when the last byte arrived
 
 
