@@ -80,6 +80,17 @@ def enclosing(data: bytes | bytearray | memoryview, before: int, after: int) -> 
     return whole if start == before else None
 
 
+def _around(head: bytes, data: bytes | bytearray | memoryview, tail: bytes) -> bytes | bytearray:
+    """head + data + tail: written around `data` in the buffer it is a view of when that has exactly
+    this room (enclosing()), else joined into new bytes (one copy of the data)."""
+    whole = enclosing(data, len(head), len(tail))
+    if whole is None:
+        return b"".join((head, data, tail))
+    whole[:len(head)] = head
+    whole[len(whole) - len(tail):] = tail
+    return whole
+
+
 def clock(sec: int, nanosec: int) -> bytes:
     """rosgraph_msgs/Clock: one builtin_interfaces/Time."""
     return ENCAPSULATION + STAMP.pack(sec, nanosec)
@@ -119,15 +130,8 @@ class CloudEncoder:
         """The message; the buffer `data` is a view of, when it has the room (see enclosing())."""
         if memoryview(data).nbytes != self.data_size:
             raise ValueError(f"{memoryview(data).nbytes} point bytes, the layout holds {self.data_size}")
-        dense = b"\x01" if is_dense else b"\x00"
-        whole = enclosing(data, *self.room)
-        if whole is None:
-            return b"".join((ENCAPSULATION, STAMP.pack(sec, nanosec), self._before_data, data, dense))
-        whole[:STAMP_AT] = ENCAPSULATION
-        STAMP.pack_into(whole, STAMP_AT, sec, nanosec)
-        whole[STAMP_AT + STAMP.size:self.room[0]] = self._before_data
-        whole[-1:] = dense
-        return whole
+        head = b"".join((ENCAPSULATION, STAMP.pack(sec, nanosec), self._before_data))
+        return _around(head, data, b"\x01" if is_dense else b"\x00")
 
 
 class ImageEncoder:
@@ -152,13 +156,6 @@ class ImageEncoder:
         if size != self.height * step:
             raise ValueError(f"{size} pixel bytes, but {self.height} rows of {step} bytes are "
                              f"{self.height * step}")
-        whole = enclosing(data, *self.room)
-        if whole is None:
-            return b"".join((ENCAPSULATION, STAMP.pack(sec, nanosec), self._before_step,
-                             _STEP_AND_SIZE.pack(step, size), data))
-        whole[:STAMP_AT] = ENCAPSULATION
-        STAMP.pack_into(whole, STAMP_AT, sec, nanosec)
-        at = STAMP_AT + STAMP.size
-        whole[at:at + len(self._before_step)] = self._before_step
-        _STEP_AND_SIZE.pack_into(whole, at + len(self._before_step), step, size)
-        return whole
+        head = b"".join((ENCAPSULATION, STAMP.pack(sec, nanosec), self._before_step,
+                         _STEP_AND_SIZE.pack(step, size)))
+        return _around(head, data, b"")

@@ -247,13 +247,13 @@ class FrameConverter:
         are written around the sensor's bytes in place: what the encoder puts before the data less the
         payload's sub-header, which it overwrites, and what it puts after; none for a cloud with ring
         and time, whose points are laid out anew."""
-        room = {int(FrameType.LIDAR): (0, 0), int(FrameType.CAMERA): (0, 0)}
+        room: dict[int, tuple[int, int]] = {FrameType.LIDAR: (0, 0), FrameType.CAMERA: (0, 0)}
         if self.hello.lidar.enabled and self._xyzirt is None:
             before, after = self._cloud.room
-            room[int(FrameType.LIDAR)] = (before - SUB_HEADER_SIZE, after)
+            room[FrameType.LIDAR] = (before - SUB_HEADER_SIZE, after)
         if self.hello.camera.enabled:
             before, after = self._image.room
-            room[int(FrameType.CAMERA)] = (before - SUB_HEADER_SIZE, after)
+            room[FrameType.CAMERA] = (before - SUB_HEADER_SIZE, after)
         return room
 
     # -- static -------------------------------------------------------------------------------

@@ -98,11 +98,13 @@ class SerializedPublisher:
         # The message's own buffer, no copy, set as an address: a ctypes object assigned to the field
         # would stay referenced by the struct after the call, and with it `cdr`, which the stream
         # reader takes again for its next payload once nothing refers to it (a cloud built in place).
-        # `pinned` keeps the buffer where it is until rcl has returned.
+        # A bytearray (a template whose stamp is written in place, a cloud or image built in place) is
+        # pinned by a ctypes view until rcl has returned (it cannot be resized meanwhile); its address,
+        # not ctypes.cast of the view, which would keep the view, and so `cdr`, alive after the call.
         if isinstance(cdr, bytes):
-            pinned: Any = ctypes.c_char_p(cdr)
-            message.buffer = ctypes.cast(pinned, ctypes.c_void_p).value
-        else:  # a bytearray: a template whose stamp is written in place, a cloud or image built in place
+            pinned: Any = cdr
+            message.buffer = ctypes.cast(cdr, ctypes.c_void_p).value
+        else:
             pinned = (ctypes.c_char * len(cdr)).from_buffer(cdr)
             message.buffer = ctypes.addressof(pinned)
         message.buffer_length = message.buffer_capacity = len(cdr)

@@ -126,10 +126,8 @@ class FrameReader:
         self._stop = stop
         self._room = room if room is not None else {}
         self._last: dict[int, bytearray] = {}  # by frame type: the buffer of its last large payload
-        # what _references() counts for a buffer nobody else holds, on this interpreter
-        self._last[-1] = bytearray()
-        self._unshared = self._references(-1)
-        del self._last[-1]
+        # what _references() counts for a buffer that only such a dict holds, on this interpreter
+        self._unshared = self._references({0: bytearray()}, 0)
         self._buffer = bytearray(max(buffer_bytes, HEADER_SIZE))
         self._view = memoryview(self._buffer)
         self._start = 0  # the unread bytes are _buffer[_start:_end]
@@ -217,14 +215,16 @@ class FrameReader:
         queued frame, a decoded cloud kept) is a reference, and then the payload gets a new buffer."""
         before, after = self._room.get(kind, _NO_ROOM)
         total = before + size + after
-        if kind in self._last and len(self._last[kind]) == total and self._references(kind) <= self._unshared:
-            whole = self._last[kind]
+        last = self._last
+        if kind in last and len(last[kind]) == total and self._references(last, kind) <= self._unshared:
+            whole = last[kind]
         else:
-            whole = self._last[kind] = bytearray(total)
+            whole = last[kind] = bytearray(total)
         return memoryview(whole)[before:before + size] if before or after else whole
 
-    def _references(self, kind: int) -> int:
-        return sys.getrefcount(self._last[kind])
+    @staticmethod
+    def _references(buffers: dict[int, bytearray], kind: int) -> int:
+        return sys.getrefcount(buffers[kind])
 
     def _skip(self, size: int) -> None:
         discard = memoryview(bytearray(min(size, _DISCARD_CHUNK)))
