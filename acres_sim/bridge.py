@@ -1,20 +1,20 @@
 """sim_bridge: one ACRES sensor stream (one agent) -> ROS 2 topics.
 
 Threads:
-- the reader thread (StreamClient) drains the socket at line rate, decodes frames, publishes
-  /clock at once (it must never wait behind clouds and images), converts and publishes INS epochs
-  and Hellos itself while the publishing thread has nothing to do (handing each of the 100 epochs
-  a second over cost two thread wake-ups), and queues everything else;
-- the publishing thread converts frames (acres_sim.convert) and publishes them in arrival order;
-  a Barrier waits there until the data before it has been acknowledged;
-- the sensor topics and /clock are published as serialized CDR through rcl directly
-  (acres_sim.serialized_publisher), which lets go of the GIL while the middleware writes: the
-  reader thread goes on reading meanwhile;
+- the reader thread (StreamClient) drains the socket, decodes frames, publishes /clock at once,
+  and converts (acres_sim.convert) and publishes every other frame itself while nothing is queued:
+  handing a frame to another thread cost two thread wake-ups and, for a cloud or an image, 1.5-3 ms
+  of latency; publishing a cloud in place takes the reader off the socket for well under a
+  millisecond, which the socket's buffer absorbs;
+- the publishing thread takes a Barrier, which waits there until the data before it has been
+  acknowledged, and every frame that arrives while a Barrier waits, in arrival order;
+- the sensor topics and /clock are published as serialized CDR; clouds and images through rcl
+  directly (acres_sim.serialized_publisher), which lets go of the GIL while the middleware writes;
 - the executor thread runs the parameter services and the diagnostics and summary timers;
 - the main thread waits for SIGINT/SIGTERM.
-The queue between reader and publisher is bounded: when subscribers are too slow, clouds and
-images are dropped (and counted) on our side instead of memory growing or the game's queue
-filling up.
+The queue between reader and publisher is bounded: when a Barrier waits long (subscribers that do
+not acknowledge), clouds and images are dropped (and counted) on our side instead of memory growing
+or the game's queue filling up.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.duration import Duration
 from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
@@ -46,7 +45,7 @@ from acres_sim import dds, diagnostics
 from acres_sim.convert import FrameConverter
 from acres_sim.parameters import PARAMETERS, BridgeConfigError, config_from_values
 from acres_sim.protocol import FrameType, Hello
-from acres_sim.serialized_publisher import SerializedPublisher
+from acres_sim.serialized_publisher import SerializedPublisher, wait_for_all_acked
 from acres_sim.stats import SnapshotHistory, StatsSnapshot, StreamStats, type_name
 from acres_sim.stream import Frame, HandoffQueue, LatestSlot, StreamClient, StreamState
 from acres_sim.topics import expected_rates, topic_plan
@@ -65,9 +64,8 @@ TF_STATIC_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability
 BARRIER_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 DIAGNOSTICS_QOS = BARRIER_QOS
 BARRIER_ACK_TIMEOUT_S = 1.0
-# Published by the reader thread itself when nothing is queued: light frames that never wait.
-# Clouds and images stay on the publishing thread, so that /clock is not held up behind them.
-_INLINE_TYPES = frozenset({FrameType.INS, FrameType.HELLO})
+# Published by the reader thread itself when nothing is queued: every frame that never waits.
+_INLINE_TYPES = frozenset({FrameType.INS, FrameType.HELLO, FrameType.LIDAR, FrameType.CAMERA})
 _LEVELS = {diagnostics.OK: DiagnosticStatus.OK, diagnostics.WARN: DiagnosticStatus.WARN,
            diagnostics.ERROR: DiagnosticStatus.ERROR}
 
@@ -278,23 +276,11 @@ class SimBridge(Node):
                                             throttle_duration_sec=5.0)
 
     def _wait_acknowledged(self, timeout_s: float) -> bool:
-        """Wait until every data publisher's samples are acknowledged by its reliable subscribers.
-
-        Polls with a zero timeout and sleeps in between: Publisher.wait_for_all_acked holds the GIL
-        while it blocks, which would stall the reader thread (and /clock) for the whole wait.
-        """
+        """Wait until every data publisher's samples are acknowledged by its reliable subscribers."""
         pending = [p.publisher for p in self._data_pubs.values()]
         if self._tf_static_pub is not None:
             pending.append(self._tf_static_pub)
-        deadline = time.monotonic() + timeout_s
-        zero = Duration(seconds=0)
-        while True:
-            pending = [p for p in pending if not p.wait_for_all_acked(zero)]
-            if not pending:
-                return True
-            if time.monotonic() >= deadline or self._stopping.is_set():
-                return False
-            time.sleep(0.0005)
+        return wait_for_all_acked(pending, timeout_s, self._stopping)
 
     def _on_hello(self, hello: Hello) -> None:
         if hello == self._hello:

@@ -1,4 +1,4 @@
-"""Publishing serialized CDR without holding the GIL (needs rclpy).
+"""Publishing serialized CDR, and waiting for acknowledgements, without holding the GIL (needs rclpy).
 
 rclpy's publish() holds the GIL through the middleware's whole write, for a 1.4 MB image about
 0.5 ms with one subscriber; meanwhile the reader thread cannot read the socket or publish /clock.
@@ -7,7 +7,8 @@ calls), so SerializedPublisher calls it through ctypes, which lets go of the GIL
 The library is the librcl that rclpy has loaded (found in /proc/self/maps): the same code and
 state, only another way in. Where it cannot be found (not Linux, an rclpy without the publisher's
 `pointer`), publish() falls back to rclpy's publish(bytes): the same bytes on the wire, only with
-the GIL held.
+the GIL held. wait_for_all_acked() is rcl_publisher_wait_for_all_acked the same way: rclpy's
+Publisher.wait_for_all_acked holds the GIL while it blocks, which would stall the stream reader.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
+import threading
+import time
+from collections.abc import Iterable
 from typing import Any
 
 _log = logging.getLogger(__name__)
@@ -36,9 +40,19 @@ class _Rcl:
         self.publish = rcl.rcl_publish_serialized_message
         self.publish.argtypes = [ctypes.c_void_p, ctypes.POINTER(_SerializedMessage), ctypes.c_void_p]
         self.publish.restype = ctypes.c_int
+        self.wait_acked = rcl.rcl_publisher_wait_for_all_acked
+        self.wait_acked.argtypes = [ctypes.c_void_p, ctypes.c_int64]  # timeout in ns
+        self.wait_acked.restype = ctypes.c_int
         self.error = rcutils.rcutils_get_error_string
         self.error.restype = _ErrorString
         self.reset = rcutils.rcutils_reset_error
+
+
+_RCL_RET_OK = 0
+_RCL_RET_TIMEOUT = 2
+# One blocking call waits at most this long, so that a stopping node is not held up by a wait.
+_ACK_WAIT_SLICE_S = 0.05
+_ACK_POLL_S = 0.0005  # the fallback's sleep between two non-blocking checks
 
 
 # Below this size the middleware's write is shorter than handing the GIL to another thread and
@@ -117,3 +131,43 @@ class SerializedPublisher:
             text = rcl.error().text.decode(errors="replace")
             rcl.reset()
             raise RuntimeError(f"failed to publish on {self.publisher.topic_name}: {text} (rcl {ret})")
+
+
+def wait_for_all_acked(publishers: Iterable[Any], timeout_s: float,
+                       stop: threading.Event | None = None) -> bool:
+    """Wait until every sample of every rclpy publisher given has been acknowledged by its
+    reliable subscribers (best-effort publishers count as acknowledged). True when they all were
+    within `timeout_s`; False after the timeout or once `stop` is set.
+
+    Through rcl with the GIL released, in slices of at most 50 ms; where librcl cannot be reached,
+    non-blocking checks through rclpy with short sleeps in between (which hold the GIL only for the
+    checks)."""
+    deadline = time.monotonic() + timeout_s
+    rcl = _load()
+    zero = None
+    for publisher in publishers:
+        handle = publisher.handle
+        direct = rcl is not None and hasattr(handle, "pointer")
+        while True:
+            left = deadline - time.monotonic()
+            if stop is not None and stop.is_set():
+                return False
+            if direct:
+                with handle:  # the publisher cannot be destroyed while rcl uses it
+                    ret = rcl.wait_acked(handle.pointer, int(max(0.0, min(left, _ACK_WAIT_SLICE_S)) * 1e9))
+                if ret == _RCL_RET_OK:
+                    break
+                if ret != _RCL_RET_TIMEOUT:  # e.g. unsupported by this middleware: ask rclpy
+                    rcl.reset()
+                    direct = False
+                    continue
+            else:
+                if zero is None:
+                    from rclpy.duration import Duration
+                    zero = Duration(seconds=0)
+                if publisher.wait_for_all_acked(zero):
+                    break
+                time.sleep(min(_ACK_POLL_S, max(left, 0.0)))
+            if left <= 0:
+                return False
+    return True

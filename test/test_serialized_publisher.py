@@ -1,19 +1,30 @@
 """SerializedPublisher against a real rclpy graph: the bytes a subscriber receives are the bytes
 published, through rcl with the GIL released (large messages) and through rclpy (small ones, and
-the fallback). ROS_DOMAIN_ID 195."""
+the fallback). wait_for_all_acked against a subscriber process that stops answering and then
+answers again, through rcl and through rclpy. ROS_DOMAIN_IDs 195 and 196."""
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+import time
 
 import numpy as np
-from rclpy.qos import QoSProfile
+import pytest
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import Image
+from std_msgs.msg import UInt64
 
-from _bridge_support import Graph
-from acres_sim import cdr
-from acres_sim.serialized_publisher import RELEASE_GIL_FROM, SerializedPublisher, releases_gil
+from _bridge_support import Graph, Process, ros_env
+from acres_sim import cdr, serialized_publisher
+from acres_sim.serialized_publisher import (
+    RELEASE_GIL_FROM,
+    SerializedPublisher,
+    releases_gil,
+    wait_for_all_acked,
+)
 
 
 def test_subscribers_receive_the_published_bytes_on_every_path():
@@ -51,3 +62,52 @@ def test_subscribers_receive_the_published_bytes_on_every_path():
     assert [bytes(r) for r in received] == [bytes(s) for s in sent]
     image = deserialize_message(received[0], Image)
     assert (image.header.stamp.sec, image.height, image.width, image.step) == (7, 512, 896, 2688)
+
+
+_RELIABLE_SUBSCRIBER = """
+import rclpy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from std_msgs.msg import UInt64
+rclpy.init()
+node = rclpy.create_node("ack_test_subscriber")
+sub = node.create_subscription(UInt64, "ack_test", lambda m: None,
+                               QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+while sub.get_publisher_count() == 0:
+    rclpy.spin_once(node, timeout_sec=0.05)
+print("MATCHED", flush=True)
+while True:
+    rclpy.spin_once(node, timeout_sec=0.05)
+"""
+
+
+@pytest.mark.parametrize("path", ["rcl", "rclpy"])
+def test_wait_for_all_acked_waits_for_a_subscriber_that_stopped_answering(path, monkeypatch):
+    if path == "rclpy":  # as where librcl cannot be found
+        monkeypatch.setattr(serialized_publisher, "_load", lambda: None)
+    graph = Graph(196)
+    subscriber = Process([sys.executable, "-c", _RELIABLE_SUBSCRIBER], ros_env(196))
+    try:
+        pub = graph.node.create_publisher(UInt64, "ack_test",
+                                          QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        subscriber.wait_for("MATCHED", 30)
+        graph.spin_until(lambda: pub.get_subscription_count() > 0, 15, "the subscriber matched")
+        pub.publish(UInt64(data=1))
+        assert wait_for_all_acked([pub], 10.0), "a live reliable subscriber did not acknowledge in 10 s"
+
+        subscriber.proc.send_signal(signal.SIGSTOP)  # its middleware threads stop too: no more acks
+        pub.publish(UInt64(data=2))
+        started = time.monotonic()
+        assert not wait_for_all_acked([pub], 0.5)
+        assert time.monotonic() - started >= 0.5  # it waited the whole timeout
+        stop = threading.Event()
+        stop.set()
+        started = time.monotonic()
+        assert not wait_for_all_acked([pub], 30.0, stop)  # a stopping node does not wait
+        assert time.monotonic() - started < 15.0
+
+        subscriber.proc.send_signal(signal.SIGCONT)
+        assert wait_for_all_acked([pub], 10.0), "the resumed subscriber did not acknowledge in 10 s"
+    finally:
+        subscriber.proc.send_signal(signal.SIGCONT)
+        subscriber.stop()
+        graph.close()
