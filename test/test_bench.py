@@ -175,3 +175,21 @@ def test_agents_run_bridges_then_their_floor_with_the_topics_and_frames_of_each_
             assert f"/tf polaris{i}/base_footprint" in topics and f"/polaris{i}/lidar/points" in topics
             assert ("/clock" in topics) == (i == 0)
     assert result["bridges_cpu_pct"] > 0 and result["floor"]["cpu_pct"] > 0
+
+
+def test_forwarder_publishes_each_frame_it_reads_with_that_frame_s_stamp(tmp_path):
+    """The forwarder (the optimal reader publishing the floor's pre-built messages) to a real
+    subscriber process, as the bench runs it: every group of the paced stream arrives under the
+    stamps the replay server sent, so its latencies are measured from the same publish times as
+    the bridge's; flat out it reports what it drained."""
+    from acres_sim.bench.__main__ import _polaris_served, measure_forwarder_flat_out
+    from acres_sim.bench.messages import bridge_topics
+
+    period = polaris_period(renders=1)
+    _cpu, groups = _polaris_served(period, bridge_topics(period.hello), 2.0, tmp_path, "forwarder")
+    for name, group in groups.items():
+        assert group["messages"] > 0, name
+        assert group["lost"] <= 0.1 * group["messages"], (name, group["lost"], group["messages"])
+        assert all(0 <= ms < 1000 for ms in group["ms"]), name
+    flat = measure_forwarder_flat_out(period, 1.0)
+    assert flat["mb_per_s"] > period.payload_bytes / period.seconds / 1e6  # above the paced rate

@@ -1,6 +1,7 @@
 """`python3 -m acres_sim.bench`: the bridge measured against the socket's and the middleware's limits.
 
 ROS-free parts: workload (the served stream, the raw reader, /proc CPU). rclpy parts run in their
-own processes: subscriber (one user on every topic), noop (the middleware floor). __main__ runs
+own processes: subscriber (one user on every topic), noop (the middleware floor), forwarder (the
+optimal reader publishing the floor's messages: socket + middleware). __main__ runs
 every measurement side by side in one run and prints one table.
 """

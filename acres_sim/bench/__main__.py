@@ -5,11 +5,13 @@ JSON. --raw-subscriber: the subscriber processes take serialized messages (no Py
 Measurements (names for --only):
   raw       an optimal reader (recv_into, reusable buffers) draining the served stream flat out
   ingest    sim_bridge reading, converting and publishing the same stream flat out, no subscriber;
-            raw and ingest take turns three times (medians, and the median of each round's ratio)
+            beside it the no-op publisher and the forwarder flat out; raw and ingest take turns
+            three times (medians, and the median of each round's ratio)
   convert   converting one cloud: xyzi (bytes as sent) and xyzirt (ring + time), in this process
   polaris   the Polaris stream in real time, one subscriber process on every topic: latency from
             the frame's publish time (header, CLOCK_MONOTONIC) to the callback, losses, bridge CPU;
-            beside it the no-op publisher (pre-built messages, same bytes, rates, QoS) = the floor
+            beside it the no-op publisher (pre-built messages, same bytes, rates, QoS) = the floor,
+            and the forwarder (the optimal reader + the floor's messages) = socket + middleware
   agents4   four Polaris streams, four bridges, one subscriber process for all of them; then four
             no-op publishers to one such subscriber (what is lost there is the subscriber's)
   lockstep  a learner stepping fake_game 12 steps at a time as fast as it can: waiting for
@@ -59,6 +61,11 @@ TARGETS = {
     "ingest / polaris rate": (">=", 20.0),
     "no-op publisher flat out / raw": ("info", 0.0),
     "ingest / no-op publisher flat out": ("info", 0.0),
+    "forwarder flat out / raw": ("info", 0.0),
+    "ingest / forwarder flat out": ("info", 0.0),
+    "bridge CPU / forwarder CPU": ("info", 0.0),
+    "latency p50 / forwarder p50": ("info", 0.0),
+    "latency p99 / forwarder p99": ("info", 0.0),
     "4 agents p99 / floor p99": ("<=", 2.0),
     "4 no-op publishers p99 / floor p99": ("info", 0.0),
     "lockstep ROS / control only": (">=", 0.8),
@@ -283,9 +290,30 @@ def measure_floor_flat_out(period: Period, seconds: float, tmp: Path) -> dict[st
     return {"mb_per_s": float(np.mean(rates)) if rates else float("nan")}
 
 
+def measure_forwarder_flat_out(period: Period, seconds: float) -> dict[str, float]:
+    """The forwarder (optimal reader + pre-built messages) draining the stream flat out, no
+    subscriber: the socket's and the middleware's limit together for what `ingest` measures."""
+    from acres_sim.bench.messages import bridge_topics
+
+    server = ReplayServer(period, rate=0).start()
+    forwarder = start_module("acres_sim.bench.forwarder", [json.dumps(bridge_topics(period.hello)),
+                                                           str(server.port)], next(_DOMAINS))
+    try:
+        forwarder.wait_line(lambda s: s.startswith("MBPS"), 60)
+        time.sleep(1.5)
+        first = len(forwarder.lines)
+        time.sleep(seconds)
+        rates = [float(x.split()[1]) for x in forwarder.lines[first:] if x.startswith("MBPS")]
+    finally:
+        forwarder.stop()
+        server.stop()
+    return {"mb_per_s": float(np.mean(rates)) if rates else float("nan")}
+
+
 def measure_throughput(period: Period, tmp: Path, raw_s: float, ingest_s: float, which: list[str],
                        rounds: int = 3) -> dict[str, dict[str, Any]]:
-    """The raw reader and the bridge's ingest (with the no-op publisher flat out) in turns, `rounds`
+    """The raw reader and the bridge's ingest (with the no-op publisher and the forwarder flat out) in
+    turns, `rounds`
     times: one window each drifts with the machine's load (the raw reader gave 1530 and 3243 MB/s in
     two runs a few minutes apart), so the figures are medians and the ratio is the median of the
     ratios within each round."""
@@ -296,7 +324,8 @@ def measure_throughput(period: Period, tmp: Path, raw_s: float, ingest_s: float,
             raw.append(measure_raw(period, raw_s)["mb_per_s"])
         if "ingest" in which:
             ingest.append({**measure_ingest(period, ingest_s),
-                           "floor": measure_floor_flat_out(period, ingest_s, tmp)})
+                           "floor": measure_floor_flat_out(period, ingest_s, tmp),
+                           "forwarder": measure_forwarder_flat_out(period, ingest_s)})
     out: dict[str, dict[str, Any]] = {}
     if raw:
         out["raw"] = {"mb_per_s": float(np.median(raw)), "rounds": raw}
@@ -307,9 +336,15 @@ def measure_throughput(period: Period, tmp: Path, raw_s: float, ingest_s: float,
                          "dropped_frames": int(sum(r["dropped_frames"] for r in ingest)),
                          "cpu_pct": median("cpu_pct"), "polaris_mb_per_s": ingest[0]["polaris_mb_per_s"],
                          "floor": {"mb_per_s": float(np.median([r["floor"]["mb_per_s"] for r in ingest]))},
+                         "forwarder": {"mb_per_s": float(np.median([r["forwarder"]["mb_per_s"]
+                                                                   for r in ingest]))},
                          "rounds": ingest}
         if raw:
             out["ingest"]["raw_ratio_per_round"] = [i["mb_per_s"] / r for i, r in zip(ingest, raw)]
+            out["ingest"]["forwarder_raw_ratio_per_round"] = [i["forwarder"]["mb_per_s"] / r
+                                                              for i, r in zip(ingest, raw)]
+        out["ingest"]["forwarder_ratio_per_round"] = [i["mb_per_s"] / i["forwarder"]["mb_per_s"]
+                                                      for i in ingest]
     return out
 
 
@@ -359,16 +394,20 @@ def _measured(subscriber: Proc, pids: list[int], seconds: float,
     return cpu_pct, start, end
 
 
-def _polaris_bridge(period: Period, spec: list[list[str]], seconds: float, tmp: Path) -> tuple[float, dict]:
+def _polaris_served(period: Period, spec: list[list[str]], seconds: float, tmp: Path,
+                    who: str) -> tuple[float, dict]:
+    """The paced stream read by the bridge or by the forwarder (`who`), one subscriber on every
+    topic; latency from each frame's publish time in the stream."""
     domain = next(_DOMAINS)
     server = ReplayServer(period, rate=1.0).start()
-    subscriber, sub_out = _run_subscriber(spec, domain, tmp, "bridge")
-    bridge = start_bridge(server.port, domain)
+    subscriber, sub_out = _run_subscriber(spec, domain, tmp, who)
+    reader = (start_bridge(server.port, domain) if who == "bridge" else
+              start_module("acres_sim.bench.forwarder", [json.dumps(spec), str(server.port)], domain))
     try:
-        cpu_pct, start, end = _measured(subscriber, [bridge.pid], seconds)
+        cpu_pct, start, end = _measured(subscriber, [reader.pid], seconds)
     finally:
         subscriber.stop()
-        bridge.stop()
+        reader.stop()
         server.stop()
     return cpu_pct, latencies(server.sent.frames, json.loads(sub_out.read_text()), start, end)
 
@@ -400,13 +439,13 @@ def _polaris_transport(period: Period, seconds: float) -> tuple[float, dict[str,
 
 
 def measure_polaris(period: Period, seconds: float, tmp: Path, repeats: int = 2) -> dict[str, Any]:
-    """Transport floor, bridge and no-op publisher, interleaved `repeats` times (the machine's load
-    drifts; interleaving spreads it over all three), latencies pooled, CPU averaged."""
+    """Transport floor, bridge, no-op publisher and forwarder, interleaved `repeats` times (the
+    machine's load drifts; interleaving spreads it over all four), latencies pooled, CPU averaged."""
     from acres_sim.bench.messages import bridge_topics
 
     spec = bridge_topics(period.hello)
-    cpu: dict[str, list[float]] = {"bridge": [], "floor": [], "transport": []}
-    runs: dict[str, list[dict]] = {"bridge": [], "floor": []}
+    cpu: dict[str, list[float]] = {"bridge": [], "floor": [], "forwarder": [], "transport": []}
+    runs: dict[str, list[dict]] = {"bridge": [], "floor": [], "forwarder": []}
     transport: dict[str, list[float]] = {}
     each = seconds / repeats
     for _ in range(repeats):
@@ -414,14 +453,17 @@ def measure_polaris(period: Period, seconds: float, tmp: Path, repeats: int = 2)
         cpu["transport"].append(c)
         for group, values in lat.items():
             transport.setdefault(group, []).extend(values)
-        for who, run in (("bridge", lambda: _polaris_bridge(period, spec, each, tmp)),
-                         ("floor", lambda: _polaris_floor(spec, each, tmp))):
+        for who, run in (("bridge", lambda: _polaris_served(period, spec, each, tmp, "bridge")),
+                         ("floor", lambda: _polaris_floor(spec, each, tmp)),
+                         ("forwarder", lambda: _polaris_served(period, spec, each, tmp, "forwarder"))):
             c, lat = run()
             cpu[who].append(c)
             runs[who].append(lat)
     return {"bridge_cpu_pct": float(np.mean(cpu["bridge"])), "floor_cpu_pct": float(np.mean(cpu["floor"])),
             "transport_cpu_pct": float(np.mean(cpu["transport"])),
+            "forwarder_cpu_pct": float(np.mean(cpu["forwarder"])),
             "cpu_runs": cpu, "bridge": summary(runs["bridge"]), "floor": summary(runs["floor"]),
+            "forwarder": summary(runs["forwarder"]),
             "transport": {g: {"p50_ms": float(np.percentile(v, 50)), "p99_ms": float(np.percentile(v, 99)),
                               "max_ms": float(np.max(v))} for g, v in transport.items()}}
 
@@ -562,7 +604,7 @@ def measure_fake_game(seconds: float) -> dict[str, float]:
         def read() -> None:
             try:
                 while not stop.is_set():
-                    kind, _size, _published = drain.next()
+                    kind, _size, _stamp, _published = drain.next()
                     counts[kind] += 1
                     if kind == FrameType.CLOCK:
                         clock_times.append(time.monotonic())
@@ -609,14 +651,26 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, float, str, bool | None]]:
             b, f = p["bridge"][group], p["floor"][group]
             rows.append((f"latency p50 / floor p50 ({group})", _ratio(b["p50_ms"], f["p50_ms"])))
             rows.append((f"latency p99 / floor p99 ({group})", _ratio(b["p99_ms"], f["p99_ms"])))
+        if "forwarder" in p:  # the same against socket + middleware
+            rows.append(("bridge CPU / forwarder CPU", _ratio(p["bridge_cpu_pct"], p["forwarder_cpu_pct"])))
+            for group in GROUPS.values():
+                b, f = p["bridge"][group], p["forwarder"][group]
+                rows.append((f"latency p50 / forwarder p50 ({group})", _ratio(b["p50_ms"], f["p50_ms"])))
+                rows.append((f"latency p99 / forwarder p99 ({group})", _ratio(b["p99_ms"], f["p99_ms"])))
     if "ingest" in r and "raw" in r:  # measured in the same rounds (measure_throughput)
         rows.append(("ingest / raw", float(np.median(r["ingest"]["raw_ratio_per_round"]))))
         rows.append(("no-op publisher flat out / raw",
                      _ratio(r["ingest"]["floor"]["mb_per_s"], r["raw"]["mb_per_s"])))
+        if "forwarder_raw_ratio_per_round" in r["ingest"]:
+            rows.append(("forwarder flat out / raw",
+                         float(np.median(r["ingest"]["forwarder_raw_ratio_per_round"]))))
     if "ingest" in r:
         ingest = r["ingest"]
         rows.append(("ingest / no-op publisher flat out",
                      _ratio(ingest["mb_per_s"], ingest["floor"]["mb_per_s"])))
+        if "forwarder_ratio_per_round" in ingest:
+            rows.append(("ingest / forwarder flat out",
+                         float(np.median(ingest["forwarder_ratio_per_round"]))))
         rows.append(("ingest / polaris rate", _ratio(ingest["mb_per_s"], ingest["polaris_mb_per_s"])))
     if "agents4" in r and "polaris" in r:
         for group in GROUPS.values():
@@ -657,7 +711,7 @@ def print_report(r: dict[str, Any]) -> None:
         t = Table(title="Polaris in real time, one subscriber process on every topic")
         for col in ("", "p50 ms", "p99 ms", "max ms", "messages", "lost"):
             t.add_column(col, justify="right" if col else "left")
-        for who in ("bridge", "floor"):
+        for who in ("bridge", "floor", "forwarder"):
             for group in GROUPS.values():
                 g = p[who][group]
                 t.add_row(f"{who} {group}", f"{g['p50_ms']:.2f}", f"{g['p99_ms']:.2f}", f"{g['max_ms']:.2f}",
@@ -667,7 +721,8 @@ def print_report(r: dict[str, Any]) -> None:
                       f"{g['max_ms']:.2f}", "", "")
         console.print(t)
         console.print(f"CPU: bridge {p['bridge_cpu_pct']:.1f} %, no-op publisher {p['floor_cpu_pct']:.1f} %, "
-                      f"optimal socket reader {p['transport_cpu_pct']:.1f} % of one core")
+                      f"forwarder {p['forwarder_cpu_pct']:.1f} %, optimal socket reader "
+                      f"{p['transport_cpu_pct']:.1f} % of one core")
     if "agents4" in r:
         a = r["agents4"]
         t = Table(title=f"{a['agents']} Polaris agents, worst agent per topic group")
@@ -695,6 +750,9 @@ def print_report(r: dict[str, Any]) -> None:
         facts.add_row("  read / frames dropped / bridge CPU",
                       f"{i['read_mb_per_s']:.0f} MB/s / {i['dropped_frames']} / {i['cpu_pct']:.0f} %")
         facts.add_row("no-op publisher flat out, no subscriber", f"{i['floor']['mb_per_s']:.0f} MB/s")
+        rounds = " / ".join(f"{x['forwarder']['mb_per_s']:.0f}" for x in i["rounds"])
+        facts.add_row("forwarder flat out, no subscriber",
+                      f"{i['forwarder']['mb_per_s']:.0f} ({rounds}) MB/s")
     if "convert" in r:
         c = r["convert"]
         facts.add_row("one cloud: xyzi / xyzirt", f"{c['xyzi_ms']:.3f} / {c['xyzirt_ms']:.3f} ms")

@@ -9,6 +9,8 @@ and PREFIX stand in for one agent of several, as the launch file runs it: its to
 NAMESPACE, its frames start with PREFIX, and it publishes /clock only if SPEC has it. On SIGINT or
 SIGTERM it writes OUT: [[frame type, stamp, publish time], ...] with the publish time taken just
 before the first publish of each frame (CLOCK_MONOTONIC).
+
+PrebuiltMessages is also what the forwarder (bench.forwarder) publishes.
 """
 
 from __future__ import annotations
@@ -23,44 +25,56 @@ from typing import Any
 from acres_sim.protocol import FrameHeader, FrameType, decode_payload
 
 
-def main(argv: list[str]) -> int:
-    from acres_sim import dds
+class MbpsReport:
+    """Prints "MBPS <MB/s>" once a second of the frame bytes counted in between."""
 
-    dds.apply_profile()  # the bridge's own profile, before rclpy creates the participant
-    import rclpy
-    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+    def __init__(self) -> None:
+        self.bytes = 0
+        self._next = time.monotonic() + 1.0
 
-    from acres_sim.bench.messages import message_type
-    from acres_sim.bench.workload import polaris_period
-    from acres_sim.bridge import CLOCK_QOS, TF_QOS
-    from acres_sim.convert import ConvertSettings, FrameConverter, stamp_to_sec_nanosec
-    from acres_sim.cdr import STAMP, STAMP_AT
-    from acres_sim.ins_wire import TF_STAMP_AT
-    from acres_sim.serialized_publisher import SerializedPublisher
+    def add(self, size: int) -> None:
+        self.bytes += size
+        if time.monotonic() >= self._next:
+            print(f"MBPS {self.bytes / 1e6:.1f}", flush=True)
+            self.bytes, self._next = 0, self._next + 1.0
 
-    spec, out = json.loads(argv[0]), argv[1]
-    rate = float(argv[2]) if len(argv) > 2 else 1.0
-    namespace, prefix = (argv[3], argv[4]) if len(argv) > 4 else ("", "")
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    period = polaris_period()
-    conv = FrameConverter(period.hello, ConvertSettings(frame_prefix=prefix))
-    rclpy.init(signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
-    node = rclpy.create_node("bench_noop_publisher")
-    sensor = QoSProfile(depth=5, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-    qos = {"sensor": sensor, "tf": TF_QOS, "clock": CLOCK_QOS}
 
-    def key(topic: str) -> str:  # the topic as the bridge names it, relative to its namespace
-        inside = namespace and topic.startswith(namespace + "/")
-        return topic[len(namespace) + 1:] if inside else topic.lstrip("/")
-    pubs = {key(topic): node.create_publisher(message_type(type_name), topic, qos[kind])
-            for topic, type_name, kind in spec}
-    wire = {topic: SerializedPublisher(publisher) for topic, publisher in pubs.items()}  # as the bridge
+class PrebuiltMessages:
+    """Publishers of one bridge's topics (SPEC) in a node of its own, and each frame's messages
+    built once: batch() for a frame, publish() writes a stamp into a batch and sends it."""
 
-    def messages(kind: int, stamp: float, payload: bytes) -> list[tuple[Any, Any, Any]]:
+    def __init__(self, spec: list[list[str]], namespace: str = "", prefix: str = "",
+                 node_name: str = "bench_noop_publisher"):
+        import rclpy
+        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+        from acres_sim.bench.messages import message_type
+        from acres_sim.bench.workload import polaris_period
+        from acres_sim.bridge import CLOCK_QOS, TF_QOS
+        from acres_sim.convert import ConvertSettings, FrameConverter
+        from acres_sim.serialized_publisher import SerializedPublisher
+
+        self.period = polaris_period()
+        self._conv = FrameConverter(self.period.hello, ConvertSettings(frame_prefix=prefix))
+        rclpy.init(signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
+        self.node = rclpy.create_node(node_name)
+        sensor = QoSProfile(depth=5, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+        qos = {"sensor": sensor, "tf": TF_QOS, "clock": CLOCK_QOS}
+
+        def key(topic: str) -> str:  # the topic as the bridge names it, relative to its namespace
+            inside = namespace and topic.startswith(namespace + "/")
+            return topic[len(namespace) + 1:] if inside else topic.lstrip("/")
+        self._pubs = {key(topic): self.node.create_publisher(message_type(type_name), topic, qos[kind])
+                      for topic, type_name, kind in spec}
+        self._wire = {topic: SerializedPublisher(p) for topic, p in self._pubs.items()}  # as the bridge
+
+    def batch(self, kind: int, payload: bytes) -> list[tuple[Any, Any, Any]]:
         """(publisher, message, its stamp: a Time to overwrite, or the offset of a serialized one)"""
-        header = FrameHeader(kind, 0, len(payload), stamp, 0.0)
+        from acres_sim.cdr import STAMP_AT
+        from acres_sim.ins_wire import TF_STAMP_AT
+
+        conv, wire = self._conv, self._wire
+        header = FrameHeader(kind, 0, len(payload), 0.0, 0.0)
         data = decode_payload(kind, bytearray(payload))
         # What the bridge publishes as CDR, the same bytes: templates whose stamp is written in place.
         if kind == FrameType.CLOCK:
@@ -75,16 +89,56 @@ def main(argv: list[str]) -> int:
                     + [(wire["tf"], bytearray(m.tf), TF_STAMP_AT)])
         if kind == FrameType.LIDAR:
             return [(wire["lidar/points"], bytearray(conv.pointcloud_serialized(header, data)), STAMP_AT)]
-        info = conv.camera_info(header)
-        return [(wire["camera/image_raw"], bytearray(conv.image_serialized(header, data)), STAMP_AT),
-                (pubs["camera/camera_info"], info, info.header.stamp)]
+        if kind == FrameType.CAMERA:
+            info = conv.camera_info(header)
+            return [(wire["camera/image_raw"], bytearray(conv.image_serialized(header, data)), STAMP_AT),
+                    (self._pubs["camera/camera_info"], info, info.header.stamp)]
+        return []
 
-    plan = [(kind, offset, 32 + len(payload), messages(kind, offset, payload))
+    @staticmethod
+    def publish(batch: list[tuple[Any, Any, Any]], stamp: float) -> None:
+        from acres_sim.cdr import STAMP
+        from acres_sim.convert import stamp_to_sec_nanosec
+
+        sec, nanosec = stamp_to_sec_nanosec(stamp)
+        cdr_stamp = STAMP.pack(sec, nanosec)
+        for publisher, msg, when in batch:
+            if isinstance(msg, bytearray):
+                msg[when:when + STAMP.size] = cdr_stamp
+            else:
+                when.sec, when.nanosec = sec, nanosec
+            publisher.publish(msg)
+
+    def close(self) -> None:
+        import rclpy
+
+        self.node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
+def main(argv: list[str]) -> int:
+    from acres_sim import dds
+
+    dds.apply_profile()  # the bridge's own profile, before rclpy creates the participant
+    spec, out = json.loads(argv[0]), argv[1]
+    rate = float(argv[2]) if len(argv) > 2 else 1.0
+    namespace, prefix = (argv[3], argv[4]) if len(argv) > 4 else ("", "")
+    stop = stop_on_signals()
+    messages = PrebuiltMessages(spec, namespace, prefix)
+    period = messages.period
+    plan = [(kind, offset, 32 + len(payload), messages.batch(kind, payload))
             for kind, offset, payload in period.frames]
     sent: list[tuple[int, float, float]] = []
+    report = MbpsReport()
     t0 = time.monotonic() + 0.05
     loop = 0
-    sent_bytes, report = 0, t0 + 1.0
     while not stop.is_set():
         base = loop * period.seconds
         for kind, offset, size, batch in plan:
@@ -93,28 +147,18 @@ def main(argv: list[str]) -> int:
                 delay = t0 + stamp / rate - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
-            elif time.monotonic() >= report:
-                print(f"MBPS {sent_bytes / 1e6:.1f}", flush=True)
-                sent_bytes, report = 0, report + 1.0
             if stop.is_set():
                 break
-            sec, nanosec = stamp_to_sec_nanosec(stamp)
             now = time.monotonic()
-            cdr_stamp = STAMP.pack(sec, nanosec)
-            for publisher, msg, when in batch:
-                if isinstance(msg, bytearray):
-                    msg[when:when + STAMP.size] = cdr_stamp
-                else:
-                    when.sec, when.nanosec = sec, nanosec
-                publisher.publish(msg)
-            sent_bytes += size
+            messages.publish(batch, stamp)
             if rate > 0:
                 sent.append((int(kind), stamp, now))
+            else:
+                report.add(size)
         loop += 1
     with open(out, "w") as f:
         json.dump(sent, f)
-    node.destroy_node()
-    rclpy.try_shutdown()
+    messages.close()
     return 0
 
 

@@ -23,7 +23,7 @@ def main(argv: list[str]) -> int:
     end = start + seconds
     cpu0 = None
     while True:
-        kind, _size, published = drain.next()
+        kind, _size, _stamp, published = drain.next()
         now = time.monotonic()
         if now < start:
             continue
