@@ -38,6 +38,10 @@ _POSE_COV = 41  # CovE, CovN, CovU with NaN as 0 (unknown), never NaN in a covar
 _ODOM_ORIENTATION, _ODOM_LINEAR, _ODOM_ANGULAR = 44, 45, 46
 _IMU_ORIENTATION, _IMU_GYRO, _IMU_ACCEL = 47, 48, 49
 _SLOTS = 50
+# The epoch's fields that encode() reads, as plain ints and slices (an Enum lookup per epoch costs)
+_COV = slice(int(Ins.CovE), int(Ins.CovU) + 1)
+_UTM = slice(int(Ins.UtmE), int(Ins.UtmQw) + 1)
+_LAT, _LON, _FIX_STATUS = int(Ins.Lat), int(Ins.Lon), int(Ins.FixStatus)
 
 
 class InsWire(NamedTuple):
@@ -124,36 +128,51 @@ class InsEncoder:
                     else _span(Ins.TruthEnuX, 7))
             self._tf = np.array(pose)
 
+        # Every float64 block of the epoch in one gather (one numpy call instead of six): each
+        # message takes its slice of the bytes.
+        blocks = [("fix_known", self._fix_known), ("fix_unknown", self._fix_unknown), ("imu", self._imu),
+                  ("odom", self._odom), ("utm", self._utm), ("truth", self._truth)]
+        if self._tf is not None:
+            blocks.append(("tf", self._tf))
+        self._gather = np.concatenate([index for _name, index in blocks])
+        self._at: dict[str, slice] = {}
+        start = 0
+        for name, index in blocks:
+            self._at[name] = slice(start * 8, (start + len(index)) * 8)
+            start += len(index)
+
     def encode(self, sec: int, nanosec: int, values: np.ndarray) -> InsWire:
         """The epoch's messages; `values` are the 40 float64 of the INS payload."""
         e = self._epoch
         e[:_ZERO] = values
-        cov = values[Ins.CovE: Ins.CovU + 1].tolist()
+        cov = values[_COV].tolist()
         finite_cov = [math.isfinite(c) for c in cov]
         e[_POSE_COV: _POSE_COV + 3] = [c if ok else 0.0 for c, ok in zip(cov, finite_cov)]
+        blocks = e[self._gather].tobytes()
+        at = self._at
         stamp = STAMP.pack(sec, nanosec)
 
-        lat, lon, fix_status = float(values[Ins.Lat]), float(values[Ins.Lon]), float(values[Ins.FixStatus])
-        covariance_type, fix_block = COVARIANCE_TYPE_UNKNOWN, self._fix_unknown
+        lat, lon, fix_status = float(values[_LAT]), float(values[_LON]), float(values[_FIX_STATUS])
+        covariance_type, fix_block = COVARIANCE_TYPE_UNKNOWN, at["fix_unknown"]
         if math.isfinite(lat) and math.isfinite(lon) and math.isfinite(fix_status) and fix_status >= 0:
             status = int(min(fix_status, STATUS_GBAS_FIX))
             if all(finite_cov):
-                covariance_type, fix_block = COVARIANCE_TYPE_DIAGONAL_KNOWN, self._fix_known
+                covariance_type, fix_block = COVARIANCE_TYPE_DIAGONAL_KNOWN, at["fix_known"]
         else:
             status = STATUS_NO_FIX  # no geographic reference: NavSatFix allows NaN positions with NO_FIX
         fix = b"".join((ENCAPSULATION, stamp, self._fix_frame, self._fix_status.pack(status, SERVICE_GPS),
-                        e[fix_block].tobytes(), bytes((covariance_type,))))
+                        blocks[fix_block], bytes((covariance_type,))))
 
         utm = None
-        if np.isfinite(values[Ins.UtmE: Ins.UtmQw + 1]).all():
-            utm = b"".join((ENCAPSULATION, stamp, self._utm_frames, e[self._utm].tobytes()))
+        if np.isfinite(values[_UTM]).all():
+            utm = b"".join((ENCAPSULATION, stamp, self._utm_frames, blocks[at["utm"]]))
         tf = None
         if self._tf is not None:
-            tf = b"".join((ENCAPSULATION, _ONE_TRANSFORM, stamp, self._tf_frames, e[self._tf].tobytes()))
+            tf = b"".join((ENCAPSULATION, _ONE_TRANSFORM, stamp, self._tf_frames, blocks[at["tf"]]))
         return InsWire(
             fix=fix,
-            imu=b"".join((ENCAPSULATION, stamp, self._imu_frame, e[self._imu].tobytes())),
-            odom=b"".join((ENCAPSULATION, stamp, self._odom_frames, e[self._odom].tobytes())),
+            imu=b"".join((ENCAPSULATION, stamp, self._imu_frame, blocks[at["imu"]])),
+            odom=b"".join((ENCAPSULATION, stamp, self._odom_frames, blocks[at["odom"]])),
             odom_utm=utm,
-            ground_truth=b"".join((ENCAPSULATION, stamp, self._odom_frames, e[self._truth].tobytes())),
+            ground_truth=b"".join((ENCAPSULATION, stamp, self._odom_frames, blocks[at["truth"]])),
             tf=tf)

@@ -272,6 +272,17 @@ def measure_ingest(period: Period, seconds: float) -> dict[str, float]:
             "cpu_pct": cpu_pct, "polaris_mb_per_s": period.payload_bytes / period.seconds / 1e6}
 
 
+def _mb_per_s(proc: Proc, seconds: float) -> float:
+    """The mean of the "MBPS <MB/s>" lines a flat-out process prints over `seconds`, once it has
+    printed its first and then run for 1.5 s more."""
+    proc.wait_line(lambda s: s.startswith("MBPS"), 60)
+    time.sleep(1.5)
+    first = len(proc.lines)
+    time.sleep(seconds)
+    rates = [float(x.split()[1]) for x in proc.lines[first:] if x.startswith("MBPS")]
+    return float(np.mean(rates)) if rates else float("nan")
+
+
 def measure_floor_flat_out(period: Period, seconds: float, tmp: Path) -> dict[str, float]:
     """The no-op publisher (pre-built messages) publishing the stream as fast as it can, no
     subscriber: the middleware's own limit for what `ingest` measures."""
@@ -280,14 +291,9 @@ def measure_floor_flat_out(period: Period, seconds: float, tmp: Path) -> dict[st
     noop = start_module("acres_sim.bench.noop", [json.dumps(bridge_topics(period.hello)),
                                                  str(tmp / "noop_flat.json"), "0"], next(_DOMAINS))
     try:
-        noop.wait_line(lambda s: s.startswith("MBPS"), 60)
-        time.sleep(1.5)
-        first = len(noop.lines)
-        time.sleep(seconds)
-        rates = [float(x.split()[1]) for x in noop.lines[first:] if x.startswith("MBPS")]
+        return {"mb_per_s": _mb_per_s(noop, seconds)}
     finally:
         noop.stop()
-    return {"mb_per_s": float(np.mean(rates)) if rates else float("nan")}
 
 
 def measure_forwarder_flat_out(period: Period, seconds: float) -> dict[str, float]:
@@ -299,15 +305,10 @@ def measure_forwarder_flat_out(period: Period, seconds: float) -> dict[str, floa
     forwarder = start_module("acres_sim.bench.forwarder", [json.dumps(bridge_topics(period.hello)),
                                                            str(server.port)], next(_DOMAINS))
     try:
-        forwarder.wait_line(lambda s: s.startswith("MBPS"), 60)
-        time.sleep(1.5)
-        first = len(forwarder.lines)
-        time.sleep(seconds)
-        rates = [float(x.split()[1]) for x in forwarder.lines[first:] if x.startswith("MBPS")]
+        return {"mb_per_s": _mb_per_s(forwarder, seconds)}
     finally:
         forwarder.stop()
         server.stop()
-    return {"mb_per_s": float(np.mean(rates)) if rates else float("nan")}
 
 
 def measure_throughput(period: Period, tmp: Path, raw_s: float, ingest_s: float, which: list[str],
