@@ -98,15 +98,16 @@ class InsEncoder:
         floats_at = align(service_at + 2, 8)
         self._fix_status = struct.Struct(f"<b{service_at - status_at - 1}xH{floats_at - service_at - 2}x")
         geo = _span(Ins.Lat, 3)
-        self._fix_known = np.array(geo + _diagonal(3, _span(Ins.CovE, 3)))
-        self._fix_unknown = np.array(geo + _diagonal(3, [_ZERO] * 3))
+        # the epoch slots of each message's float64 block, gathered together below
+        blocks = {"fix_known": geo + _diagonal(3, _span(Ins.CovE, 3)),
+                  "fix_unknown": geo + _diagonal(3, [_ZERO] * 3)}
 
         # Imu: header, orientation, covariance[9], angular velocity, covariance[9], linear
         # acceleration, covariance[9]: one float64 block after the header.
         self._imu_frame = _after_header(start, ins_frame)
-        self._imu = np.array(_span(Ins.EnuQx, 4) + _diagonal(3, [_IMU_ORIENTATION] * 3)
-                             + _span(Ins.GyroX, 3) + _diagonal(3, [_IMU_GYRO] * 3)
-                             + _span(Ins.AccelX, 3) + _diagonal(3, [_IMU_ACCEL] * 3))
+        blocks["imu"] = (_span(Ins.EnuQx, 4) + _diagonal(3, [_IMU_ORIENTATION] * 3)
+                         + _span(Ins.GyroX, 3) + _diagonal(3, [_IMU_GYRO] * 3)
+                         + _span(Ins.AccelX, 3) + _diagonal(3, [_IMU_ACCEL] * 3))
 
         # Odometry: header, child_frame_id, pose (position, orientation, covariance[36]), twist
         # (linear, angular, covariance[36]): one float64 block after the strings.
@@ -114,32 +115,27 @@ class InsEncoder:
         twist = (_span(Ins.VelX, 3) + _span(Ins.GyroX, 3)
                  + _diagonal(6, [_ODOM_LINEAR] * 3 + [_ODOM_ANGULAR] * 3))
         self._odom_frames = _after_header(start, world_frame, base_frame)
-        self._odom = np.array(_span(Ins.EnuX, 3) + _span(Ins.EnuQx, 4) + pose_cov + twist)
+        blocks["odom"] = _span(Ins.EnuX, 3) + _span(Ins.EnuQx, 4) + pose_cov + twist
         self._utm_frames = _after_header(start, utm_frame, base_frame)
-        self._utm = np.array(_span(Ins.UtmE, 7) + pose_cov + twist)
-        self._truth = np.array(_span(Ins.TruthEnuX, 7) + _diagonal(6, [_ZERO] * 6)
-                               + [int(Ins.TruthSpeed)] + [_ZERO] * 5 + _diagonal(6, [_ZERO] * 6))
+        blocks["utm"] = _span(Ins.UtmE, 7) + pose_cov + twist
+        blocks["truth"] = (_span(Ins.TruthEnuX, 7) + _diagonal(6, [_ZERO] * 6)
+                           + [int(Ins.TruthSpeed)] + [_ZERO] * 5 + _diagonal(6, [_ZERO] * 6))
 
         # TFMessage: a sequence of one TransformStamped: header, child_frame_id, translation, rotation.
-        self._tf: np.ndarray | None = None
-        if tf_source != "none":
+        self._has_tf = tf_source != "none"
+        if self._has_tf:
             self._tf_frames = _after_header(len(_ONE_TRANSFORM) + STAMP.size, world_frame, base_frame)
-            pose = (_span(Ins.EnuX, 3) + _span(Ins.EnuQx, 4) if tf_source == "ins"
-                    else _span(Ins.TruthEnuX, 7))
-            self._tf = np.array(pose)
+            blocks["tf"] = (_span(Ins.EnuX, 3) + _span(Ins.EnuQx, 4) if tf_source == "ins"
+                            else _span(Ins.TruthEnuX, 7))
 
-        # Every float64 block of the epoch in one gather (one numpy call instead of six): each
-        # message takes its slice of the bytes.
-        blocks = [("fix_known", self._fix_known), ("fix_unknown", self._fix_unknown), ("imu", self._imu),
-                  ("odom", self._odom), ("utm", self._utm), ("truth", self._truth)]
-        if self._tf is not None:
-            blocks.append(("tf", self._tf))
-        self._gather = np.concatenate([index for _name, index in blocks])
+        # Every block in one gather (one numpy call instead of six); each message takes its slice
+        # of the bytes.
+        self._gather = np.array([slot for slots in blocks.values() for slot in slots])
         self._at: dict[str, slice] = {}
-        start = 0
-        for name, index in blocks:
-            self._at[name] = slice(start * 8, (start + len(index)) * 8)
-            start += len(index)
+        first = 0
+        for name, slots in blocks.items():
+            self._at[name] = slice(first * 8, (first + len(slots)) * 8)
+            first += len(slots)
 
     def encode(self, sec: int, nanosec: int, values: np.ndarray) -> InsWire:
         """The epoch's messages; `values` are the 40 float64 of the INS payload."""
@@ -167,7 +163,7 @@ class InsEncoder:
         if np.isfinite(values[_UTM]).all():
             utm = b"".join((ENCAPSULATION, stamp, self._utm_frames, blocks[at["utm"]]))
         tf = None
-        if self._tf is not None:
+        if self._has_tf:
             tf = b"".join((ENCAPSULATION, _ONE_TRANSFORM, stamp, self._tf_frames, blocks[at["tf"]]))
         return InsWire(
             fix=fix,

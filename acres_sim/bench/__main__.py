@@ -313,11 +313,10 @@ def measure_forwarder_flat_out(period: Period, seconds: float) -> dict[str, floa
 
 def measure_throughput(period: Period, tmp: Path, raw_s: float, ingest_s: float, which: list[str],
                        rounds: int = 3) -> dict[str, dict[str, Any]]:
-    """The raw reader and the bridge's ingest (with the no-op publisher and the forwarder flat out) in
-    turns, `rounds`
-    times: one window each drifts with the machine's load (the raw reader gave 1530 and 3243 MB/s in
-    two runs a few minutes apart), so the figures are medians and the ratio is the median of the
-    ratios within each round."""
+    """The raw reader and the bridge's ingest (with the no-op publisher and the forwarder flat out)
+    in turns, `rounds` times: one window each drifts with the machine's load (the raw reader gave
+    1530 and 3243 MB/s in two runs a few minutes apart), so the figures are medians and the ratio is
+    the median of the ratios within each round."""
     raw: list[float] = []
     ingest: list[dict[str, Any]] = []
     for _ in range(rounds):
@@ -652,26 +651,22 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, float, str, bool | None]]:
             b, f = p["bridge"][group], p["floor"][group]
             rows.append((f"latency p50 / floor p50 ({group})", _ratio(b["p50_ms"], f["p50_ms"])))
             rows.append((f"latency p99 / floor p99 ({group})", _ratio(b["p99_ms"], f["p99_ms"])))
-        if "forwarder" in p:  # the same against socket + middleware
-            rows.append(("bridge CPU / forwarder CPU", _ratio(p["bridge_cpu_pct"], p["forwarder_cpu_pct"])))
-            for group in GROUPS.values():
-                b, f = p["bridge"][group], p["forwarder"][group]
-                rows.append((f"latency p50 / forwarder p50 ({group})", _ratio(b["p50_ms"], f["p50_ms"])))
-                rows.append((f"latency p99 / forwarder p99 ({group})", _ratio(b["p99_ms"], f["p99_ms"])))
+        rows.append(("bridge CPU / forwarder CPU", _ratio(p["bridge_cpu_pct"], p["forwarder_cpu_pct"])))
+        for group in GROUPS.values():  # the same against socket + middleware
+            b, f = p["bridge"][group], p["forwarder"][group]
+            rows.append((f"latency p50 / forwarder p50 ({group})", _ratio(b["p50_ms"], f["p50_ms"])))
+            rows.append((f"latency p99 / forwarder p99 ({group})", _ratio(b["p99_ms"], f["p99_ms"])))
     if "ingest" in r and "raw" in r:  # measured in the same rounds (measure_throughput)
         rows.append(("ingest / raw", float(np.median(r["ingest"]["raw_ratio_per_round"]))))
         rows.append(("no-op publisher flat out / raw",
                      _ratio(r["ingest"]["floor"]["mb_per_s"], r["raw"]["mb_per_s"])))
-        if "forwarder_raw_ratio_per_round" in r["ingest"]:
-            rows.append(("forwarder flat out / raw",
-                         float(np.median(r["ingest"]["forwarder_raw_ratio_per_round"]))))
+        rows.append(("forwarder flat out / raw",
+                     float(np.median(r["ingest"]["forwarder_raw_ratio_per_round"]))))
     if "ingest" in r:
         ingest = r["ingest"]
         rows.append(("ingest / no-op publisher flat out",
                      _ratio(ingest["mb_per_s"], ingest["floor"]["mb_per_s"])))
-        if "forwarder_ratio_per_round" in ingest:
-            rows.append(("ingest / forwarder flat out",
-                         float(np.median(ingest["forwarder_ratio_per_round"]))))
+        rows.append(("ingest / forwarder flat out", float(np.median(ingest["forwarder_ratio_per_round"]))))
         rows.append(("ingest / polaris rate", _ratio(ingest["mb_per_s"], ingest["polaris_mb_per_s"])))
     if "agents4" in r and "polaris" in r:
         for group in GROUPS.values():

@@ -203,14 +203,12 @@ class ReplayServer:
 
 class FrameDrain:
     """The optimal client: each frame's header and payload go into two reusable buffers with
-    recv_into (MSG_WAITALL), nothing else. next() -> (frame type, payload size, stamp, publish time);
-    payload() is the last frame's payload, valid until the next call."""
+    recv_into (MSG_WAITALL), nothing else. next() -> (frame type, payload size, stamp, publish time)."""
 
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self._header = memoryview(bytearray(HEADER_SIZE))
         self._payload = memoryview(bytearray(8 << 20))
-        self._size = 0
 
     def _fill(self, view: memoryview) -> None:
         got, need = 0, len(view)
@@ -223,13 +221,9 @@ class FrameDrain:
     def next(self) -> tuple[int, int, float, float]:
         self._fill(self._header)
         _magic, kind, _flags, _seq, size, stamp, published = HEADER.unpack(self._header)
-        self._size = size
         if size:
             self._fill(self._payload[:size])
         return kind, size, stamp, published
-
-    def payload(self) -> memoryview:
-        return self._payload[:self._size]
 
 
 def connect_drain(port: int) -> FrameDrain:
