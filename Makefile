@@ -1,5 +1,6 @@
 # Every target bootstraps first: with a sourced ROS 2 distribution it uses that, otherwise the
-# self-installed environment in .venv (see tools/bootstrap.sh).
+# self-installed environment .venv-$(ACRES_ROS_DISTRO) (jazzy by default, or kilted; see
+# tools/bootstrap.sh).
 SHELL := /bin/bash
 ENV := source ./.acres_env.sh
 COLCON_PATHS := --base-paths . --build-base build --install-base install
@@ -11,9 +12,11 @@ TEST_TIMEOUT_S ?= 1500
 bootstrap:
 	@bash tools/bootstrap.sh
 
+# build/ and install/ belong to one environment: switching ACRES_ROS_DISTRO starts them afresh.
 build: bootstrap
-	@$(ENV) && colcon build $(COLCON_PATHS) --packages-select acres_sim \
-	  --event-handlers console_cohesion+ summary+
+	@$(ENV) && { [ "$$(cat build/.acres_env 2>/dev/null)" = "$$ACRES_ENV_NAME" ] || rm -rf build install; } && \
+	  colcon build $(COLCON_PATHS) --packages-select acres_sim \
+	  --event-handlers console_cohesion+ summary+ && echo "$$ACRES_ENV_NAME" > build/.acres_env
 
 test: build
 	@$(ENV) && source install/setup.bash && \

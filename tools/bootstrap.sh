@@ -2,16 +2,23 @@
 # The one environment bootstrap behind every README command and CI.
 #
 # With a sourced ROS 2 distribution (ROS_DISTRO set and rclpy importable) it uses that and only
-# checks for the tools the project needs. Otherwise it builds a git-ignored .venv from the pinned
-# ROS 2 Kilted wheels of PyPI, generates tf2_msgs (no wheel exists) with the wheels' own rosidl
-# toolchain, and writes .acres_env.sh, the one file to source. A second run finds its stamp and
-# returns in seconds.
+# checks for the tools the project needs. Otherwise it builds a git-ignored .venv-<distro> from the
+# pinned ROS 2 wheels of PyPI for ACRES_ROS_DISTRO (jazzy, the default, or kilted), generates
+# tf2_msgs (no wheel exists) with the wheels' own rosidl toolchain, and writes .acres_env.sh, the
+# one file to source. A second run finds its stamp and returns in seconds.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$ROOT/.venv"
+DISTRO="${ACRES_ROS_DISTRO:-jazzy}"
+case "$DISTRO" in
+  jazzy|kilted) ;;
+  *) printf 'bootstrap: error: ACRES_ROS_DISTRO=%s: the self-installed environment is jazzy or kilted\n' "$DISTRO" >&2
+     exit 1 ;;
+esac
+VENV="$ROOT/.venv-$DISTRO"
 ENV_FILE="$ROOT/.acres_env.sh"
 TOOLS="$ROOT/tools"
+ROS_REQUIREMENTS="$TOOLS/requirements-ros-$DISTRO.txt"
 STAMP="$VENV/.acres_bootstrap_stamp"
 
 say() { printf 'bootstrap: %s\n' "$*"; }
@@ -20,6 +27,9 @@ die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
 # --- A sourced ROS 2 distribution wins ---------------------------------------------------------
 if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" >/dev/null 2>&1; then
   say "using the sourced ROS 2 $ROS_DISTRO"
+  if [ -n "${ACRES_ROS_DISTRO:-}" ] && [ "$ACRES_ROS_DISTRO" != "$ROS_DISTRO" ]; then
+    say "ACRES_ROS_DISTRO=$ACRES_ROS_DISTRO is not used: a sourced ROS 2 installation wins"
+  fi
   missing=()
   command -v colcon >/dev/null 2>&1 || missing+=("colcon (apt install python3-colcon-common-extensions)")
   for mod in numpy pyproj simplejpeg matplotlib pytest hypothesis flake8 yaml tf2_msgs sensor_msgs nav_msgs diagnostic_msgs; do
@@ -32,6 +42,7 @@ if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" >/dev/null 2>&1; then
   fi
   cat > "$ENV_FILE" <<EOS
 # Written by tools/bootstrap.sh: the sourced ROS 2 $ROS_DISTRO is used as it is.
+export ACRES_ENV_NAME="ros-$ROS_DISTRO"
 if [ -z "\${ROS_DISTRO:-}" ] && [ -f "/opt/ros/$ROS_DISTRO/setup.bash" ]; then
   source "/opt/ros/$ROS_DISTRO/setup.bash"
 fi
@@ -52,28 +63,41 @@ fi
 command -v cmake >/dev/null 2>&1 || die "cmake is needed to generate tf2_msgs: apt install cmake g++"
 command -v c++ >/dev/null 2>&1 || die "a C++ compiler is needed to generate tf2_msgs: apt install g++"
 
-wanted="$(cat "$TOOLS/bootstrap.sh" "$TOOLS/requirements-ros.txt" "$TOOLS/requirements-py.txt" \
+wanted="$(cat "$TOOLS/bootstrap.sh" "$ROS_REQUIREMENTS" "$TOOLS/requirements-py.txt" \
   "$TOOLS"/tf2_msgs/package.xml "$TOOLS"/tf2_msgs/CMakeLists.txt "$TOOLS"/tf2_msgs/msg/* \
   | sha256sum | cut -d' ' -f1) $("$PYTHON" -V 2>&1)"
 
-env_ok() {
-  [ -f "$ENV_FILE" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$wanted" ] \
-    && bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, numpy, pyproj'" >/dev/null 2>&1
+TF2_INSTALL="$VENV/tf2_msgs_ws/install"
+write_env_file() {
+  cat > "$ENV_FILE" <<EOS
+# Written by tools/bootstrap.sh: the self-installed ROS 2 ${DISTRO^} environment ($PY_TAG).
+export ACRES_ENV_NAME="venv-$DISTRO"
+source "$VENV/bin/activate"
+export AMENT_PREFIX_PATH="$VENV\${AMENT_PREFIX_PATH:+:\$AMENT_PREFIX_PATH}"
+export RMW_IMPLEMENTATION="\${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+source "$TF2_INSTALL/local_setup.bash"
+EOS
 }
-if env_ok; then
-  say "environment up to date ($VENV)"
-  exit 0
+PY_TAG="$("$PYTHON" -c 'import sys; print("python%d.%d" % sys.version_info[:2])')"
+# Up to date: only the env file is written again, so that switching ACRES_ROS_DISTRO back and forth
+# costs seconds once each environment exists.
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$wanted" ] && [ -f "$TF2_INSTALL/local_setup.bash" ]; then
+  write_env_file
+  if bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, numpy, pyproj'" >/dev/null 2>&1; then
+    say "ROS 2 ${DISTRO^} environment up to date ($VENV)"
+    exit 0
+  fi
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then
   say "creating $VENV with $("$PYTHON" -V 2>&1)"
   "$PYTHON" -m venv "$VENV" || die "could not create a venv: apt install python3-venv"
 fi
-say "installing the pinned ROS 2 Kilted wheels and tools (first run: a minute or two)"
+say "installing the pinned ROS 2 ${DISTRO^} wheels and tools (first run: a minute or two)"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip \
   2> >(grep -v "^WARNING: Location '.*' is ignored" >&2) || die "pip could not upgrade itself: is PyPI reachable?"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-  -r "$TOOLS/requirements-ros.txt" -r "$TOOLS/requirements-py.txt" \
+  -r "$ROS_REQUIREMENTS" -r "$TOOLS/requirements-py.txt" \
   2> >(grep -v "^WARNING: Location '.*' is ignored" >&2) \
   || die "pip install failed (see above); check the network and rerun make"
 
@@ -81,14 +105,12 @@ say "installing the pinned ROS 2 Kilted wheels and tools (first run: a minute or
 # built them; point them at this venv's Python so that rosidl can generate interfaces.
 PY_INCLUDE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
 PY_SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-PY_TAG="$("$VENV/bin/python" -c 'import sys; print("python%d.%d" % sys.version_info[:2])')"
 grep -rlE '/opt/python/cp3[0-9]+-cp3[0-9]+/(include|lib)/' "$VENV/share" 2>/dev/null \
   | xargs -r sed -i -E \
       -e "s#/opt/python/cp3[0-9]+-cp3[0-9]+/include/python3\.[0-9]+#$PY_INCLUDE#g" \
       -e "s#/opt/python/cp3[0-9]+-cp3[0-9]+/lib/python3\.[0-9]+/site-packages#$PY_SITE#g" \
   || true  # nothing left to rewrite on a second run
 
-TF2_INSTALL="$VENV/tf2_msgs_ws/install"
 if ! (set +u; export AMENT_PREFIX_PATH="$VENV"; source "$VENV/bin/activate" \
       && { [ ! -f "$TF2_INSTALL/local_setup.bash" ] || source "$TF2_INSTALL/local_setup.bash"; } \
       && python -c 'import tf2_msgs.msg' >/dev/null 2>&1) \
@@ -108,15 +130,9 @@ if ! (set +u; export AMENT_PREFIX_PATH="$VENV"; source "$VENV/bin/activate" \
   ) || { tail -n 40 "$ws/build.log" >&2; die "tf2_msgs generation failed (log: $ws/build.log)"; }
 fi
 
-cat > "$ENV_FILE" <<EOS
-# Written by tools/bootstrap.sh: the self-installed ROS 2 Kilted environment ($PY_TAG).
-source "$VENV/bin/activate"
-export AMENT_PREFIX_PATH="$VENV\${AMENT_PREFIX_PATH:+:\$AMENT_PREFIX_PATH}"
-export RMW_IMPLEMENTATION="\${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
-source "$TF2_INSTALL/local_setup.bash"
-EOS
+write_env_file
 
 env_check="$(bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, sensor_msgs.msg, nav_msgs.msg, rosgraph_msgs.msg, diagnostic_msgs.msg, numpy, pyproj, simplejpeg, matplotlib, rich, pytest, hypothesis, flake8; print(\"ok\")'" 2>&1 | tail -n 3)"
 [ "$env_check" = "ok" ] || die "the new environment does not import: $env_check"
 echo "$wanted" > "$STAMP"
-say "environment ready: source $ENV_FILE"
+say "ROS 2 ${DISTRO^} environment ready: source $ENV_FILE"
