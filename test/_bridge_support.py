@@ -252,14 +252,19 @@ def parse_frames(data: bytes) -> list[tuple[FrameHeader, bytes]]:
     return out
 
 
-def ros_env(domain_id: int, **extra: str) -> dict[str, str]:
+def ros_env(domain_id: int, **extra: str | None) -> dict[str, str]:
+    """This environment on an isolated graph, with `extra` set (None: removed)."""
     env = dict(os.environ)
     env["ROS_DOMAIN_ID"] = str(domain_id)
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONUNBUFFERED"] = "1"
     env["RCUTILS_LOGGING_BUFFERED_STREAM"] = "0"
-    env.update(extra)
+    for key, value in extra.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     return env
 
 

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from acres_sim.dds import shipped_profile
+from acres_sim.dds import shipped_environment
 from acres_sim.bench.workload import (
     Period,
     ReplayServer,
@@ -145,10 +145,10 @@ def start_bridge(port: int, domain: int, params: dict[str, object] | None = None
     return Proc(args, ros_env(domain), f"sim_bridge {namespace or ''}")
 
 
-def start_module(module: str, args: list[str], domain: int, profile: str | None = None) -> Proc:
+def start_module(module: str, args: list[str], domain: int, profile: bool = False) -> Proc:
     env = ros_env(domain)
-    if profile:  # a user process that loads a Fast DDS profile file
-        env["FASTDDS_DEFAULT_PROFILES_FILE"] = profile
+    if profile:  # a user process that loads the shipped Fast DDS profile file
+        env.update(shipped_environment())
     return Proc([sys.executable, "-m", module, *args], env, module)
 
 
@@ -372,7 +372,7 @@ SUBSCRIBER_MODE: list[str] = []
 
 
 def _run_subscriber(spec: list[list[str]], domain: int, tmp: Path, name: str,
-                    profile: str | None = None) -> tuple[Proc, Path]:
+                    profile: bool = False) -> tuple[Proc, Path]:
     out = tmp / f"{name}.json"
     return start_module("acres_sim.bench.subscriber", [json.dumps(spec), str(out), *SUBSCRIBER_MODE],
                         domain, profile), out
@@ -550,7 +550,7 @@ def measure_agents(period: Period, seconds: float, tmp: Path, count: int = 4) ->
             "per_agent": bridged["per_agent"], "topics": bridged["topics"], "floor": floor}
 
 
-def measure_lockstep(tmp: Path, requests: int, profile: str | None = None) -> dict[str, Any]:
+def measure_lockstep(tmp: Path, requests: int, profile: bool = False) -> dict[str, Any]:
     """Learner steps/s through sim/barrier vs waiting for the control reply only, the same fake
     game (lockstep, --cached: the world is cheap, so the bridge's share shows), bridge and
     subscriber. With `profile`, the subscriber and the learner load that Fast DDS file."""
@@ -815,8 +815,7 @@ def main(argv: list[str] | None = None) -> int:
                  "polaris": lambda: measure_polaris(period, args.seconds, tmp),
                  "agents4": lambda: measure_agents(period, args.seconds, tmp),
                  "lockstep": lambda: {"default": measure_lockstep(tmp, args.lockstep_requests),
-                                      "profile": measure_lockstep(tmp, args.lockstep_requests,
-                                                                  str(shipped_profile()))},
+                                      "profile": measure_lockstep(tmp, args.lockstep_requests, True)},
                  "fakegame": lambda: measure_fake_game(args.seconds)}
         for name in MEASUREMENTS:
             if name in only and name in steps:
