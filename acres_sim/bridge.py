@@ -42,10 +42,10 @@ from std_msgs.msg import UInt64
 from tf2_msgs.msg import TFMessage
 
 from acres_sim import dds, diagnostics
-from acres_sim.convert import FrameConverter
+from acres_sim.convert import FrameConverter, jpeg_unavailable
 from acres_sim.parameters import PARAMETERS, BridgeConfigError, config_from_values
 from acres_sim.protocol import FrameType, Hello
-from acres_sim.serialized_publisher import SerializedPublisher, wait_for_all_acked
+from acres_sim.serialized_publisher import SerializedPublisher, wait_for_all_acked, why_gil_is_held
 from acres_sim.stats import SnapshotHistory, StatsSnapshot, StreamStats, type_name
 from acres_sim.stream import Frame, HandoffQueue, LatestSlot, StreamClient, StreamState
 from acres_sim.topics import expected_rates, topic_plan
@@ -117,6 +117,8 @@ class SimBridge(Node):
         self._clock_pub = (SerializedPublisher(self.create_publisher(Clock, "/clock", CLOCK_QOS))
                            if cfg.publish_clock else None)
         self._barrier_pub = self.create_publisher(UInt64, "sim/barrier", BARRIER_QOS)
+        if (gil_held := why_gil_is_held(self._barrier_pub)) is not None:
+            self.get_logger().warning(gil_held)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, "/diagnostics", DIAGNOSTICS_QOS)
         self._barrier_timeouts = 0
 
@@ -129,6 +131,10 @@ class SimBridge(Node):
         self._jpeg_slot = LatestSlot()
         self._jpeg_encoded = self._jpeg_skipped = 0
         self._jpeg_worker = threading.Thread(target=self._jpeg_loop, name="sim_bridge-jpeg", daemon=True)
+        self._jpeg_unavailable = jpeg_unavailable()
+        if self._jpeg_unavailable is not None:
+            self.get_logger().warning(
+                f"camera/image_raw/compressed is not advertised: {self._jpeg_unavailable}")
 
         self._diag_history = SnapshotHistory(diagnostics.WINDOW_S)
         self._summary_base: StatsSnapshot = self.stats.snapshot()
@@ -276,10 +282,13 @@ class SimBridge(Node):
                                             throttle_duration_sec=5.0)
 
     def _wait_acknowledged(self, timeout_s: float) -> bool:
-        """Wait until every data publisher's samples are acknowledged by its reliable subscribers."""
+        """Wait until every data publisher's samples, and the barriers before, are acknowledged by
+        their reliable subscribers. The barriers too: sim/barrier keeps the last 10, so barriers
+        published back to back to a reader that falls behind would replace ones it never got."""
         pending = [p.publisher for p in self._data_pubs.values()]
         if self._tf_static_pub is not None:
             pending.append(self._tf_static_pub)
+        pending.append(self._barrier_pub)
         return wait_for_all_acked(pending, timeout_s, self._stopping)
 
     def _on_hello(self, hello: Hello) -> None:
@@ -287,7 +296,7 @@ class SimBridge(Node):
             self.get_logger().info(f"same Hello from agent {hello.agent}: publishers kept")
             return
         converter = FrameConverter(hello, self.settings)  # raises on a Hello with a broken frame tree
-        plan = topic_plan(hello, self.config)
+        plan = topic_plan(hello, self.config, jpeg=self._jpeg_unavailable is None)
         for topic in [t for t in self._data_pubs if t not in plan]:
             self.destroy_publisher(self._data_pubs.pop(topic).publisher)
         for topic, (type_name_, qos_kind) in plan.items():
@@ -388,7 +397,9 @@ def main(args: list[str] | None = None) -> int:
         except BridgeConfigError as exc:
             rclpy.logging.get_logger("sim_bridge").fatal(str(exc))
             return 2
-        node.get_logger().info(choice.message)
+        # The participant exists with the first node: what it mapped is what is in force.
+        ok, line = dds.report(choice, dds.read_in_force())
+        (node.get_logger().info if ok else node.get_logger().warning)(line)
         node.start()
         executor = SingleThreadedExecutor()
         executor.add_node(node)

@@ -196,6 +196,16 @@ def _point_fields(with_ring_and_time: bool = False) -> list[PointFieldSpec]:
 # The converter
 
 
+def jpeg_unavailable() -> str | None:
+    """None when camera/image_raw/compressed can be encoded here, else why not (one line)."""
+    try:
+        import simplejpeg  # noqa: F401 -- the JPEG encoder (libjpeg-turbo), an optional dependency
+    except ImportError as exc:
+        return (f"the JPEG encoder needs the Python package simplejpeg ({exc}); install it with "
+                "`pip install simplejpeg` (rosdep key python3-simplejpeg-pip)")
+    return None
+
+
 class FrameConverter:
     """Frame -> message conversion for one stream, set up once per Hello."""
 

@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import logging
 import threading
 import time
 from collections.abc import Iterable
 from typing import Any
-
-_log = logging.getLogger(__name__)
 
 
 class _SerializedMessage(ctypes.Structure):
@@ -74,22 +71,38 @@ def _loaded_library(name: str) -> str | None:
 
 
 @functools.cache
-def _load() -> _Rcl | None:
+def _load_rcl() -> tuple[_Rcl | None, str]:
+    """librcl through ctypes, or None and why not."""
     import rclpy  # noqa: F401 -- loads librcl, which this then finds
 
     rcl, rcutils = _loaded_library("librcl.so"), _loaded_library("librcutils.so")
     if not (rcl and rcutils):
-        return None
+        return None, "librcl.so / librcutils.so not found in /proc/self/maps"
     try:
-        return _Rcl(ctypes.CDLL(rcl), ctypes.CDLL(rcutils))
+        return _Rcl(ctypes.CDLL(rcl), ctypes.CDLL(rcutils)), ""
     except (OSError, AttributeError) as exc:
-        _log.debug("rcl not usable through ctypes (%s)", exc)
-        return None
+        return None, f"{rcl} not usable through ctypes ({exc})"
+
+
+def _load() -> _Rcl | None:
+    return _load_rcl()[0]
 
 
 def releases_gil() -> bool:
     """Whether publish() lets go of the GIL here (else it is rclpy's publish(bytes))."""
     return _load() is not None
+
+
+def why_gil_is_held(publisher: Any) -> str | None:
+    """None when publishing through `publisher` releases the GIL, else one line saying why not and
+    what it costs (for one WARN at start: the fallback is correct, only slower)."""
+    rcl, reason = _load_rcl()
+    if rcl is not None and not hasattr(publisher.handle, "pointer"):
+        reason = "this rclpy's publisher handle has no `pointer`"
+    elif rcl is not None:
+        return None
+    return (f"clouds, images and the barrier's acknowledgement wait go through rclpy with the GIL held "
+            f"({reason}): the same bytes, but the stream reader and /clock wait meanwhile")
 
 
 class SerializedPublisher:

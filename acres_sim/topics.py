@@ -6,16 +6,18 @@ from acres_sim.parameters import BridgeConfig
 from acres_sim.protocol import FrameType, Hello
 
 
-def topic_plan(hello: Hello, config: BridgeConfig) -> dict[str, tuple[str, str]]:
+def topic_plan(hello: Hello, config: BridgeConfig, jpeg: bool = True) -> dict[str, tuple[str, str]]:
     """The data topics the bridge advertises for this Hello: relative name (plus the absolute /tf)
-    -> (message type name, QoS kind: sensor = the qos_* parameters, tf = tf2's /tf QoS)."""
+    -> (message type name, QoS kind: sensor = the qos_* parameters, tf = tf2's /tf QoS).
+    `jpeg`: whether JPEG can be encoded here (else no compressed topic)."""
     plan: dict[str, tuple[str, str]] = {}
     if hello.lidar.enabled:
         plan["lidar/points"] = ("PointCloud2", "sensor")
     if hello.camera.enabled:
         plan["camera/image_raw"] = ("Image", "sensor")
         plan["camera/camera_info"] = ("CameraInfo", "sensor")
-        plan["camera/image_raw/compressed"] = ("CompressedImage", "sensor")
+        if jpeg:
+            plan["camera/image_raw/compressed"] = ("CompressedImage", "sensor")
     if hello.ins.enabled:
         plan["ins/fix"] = ("NavSatFix", "sensor")
         plan["ins/imu"] = ("Imu", "sensor")

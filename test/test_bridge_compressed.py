@@ -5,12 +5,13 @@ ROS_DOMAIN_ID 189."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 
 import numpy as np
 import simplejpeg
-from _bridge_support import GATE, Graph, ScriptedServer, frame, small_hello_json, start_bridge
+from _bridge_support import GATE, Graph, ScriptedServer, frame, ros_env, small_hello_json, start_bridge
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import CompressedImage, Image
 
@@ -73,3 +74,32 @@ def test_jpeg_only_while_subscribed_and_close_to_the_raw_image():
         original = np.frombuffer(bytes(twin.data), np.uint8).reshape(HEIGHT, WIDTH, 3)
         error = np.abs(decoded.astype(int) - original.astype(int))
         assert error.mean() < 3.0 and np.percentile(error, 99) < 24, (error.mean(), error.max())
+
+
+def test_without_the_jpeg_encoder_the_compressed_topic_is_not_advertised(tmp_path):
+    """A machine without simplejpeg: one WARN at start naming the package, no compressed topic, and
+    the raw images go on (no error per image)."""
+    (tmp_path / "simplejpeg.py").write_text("raise ImportError('simplejpeg is not installed here')\n")
+    doc = small_hello_json()
+    shape = (doc["camera"]["height"], doc["camera"]["width"], 3)
+    script = [frame(FrameType.HELLO, 0, 0.0, json.dumps(doc).encode()), GATE,
+              *[frame(FrameType.CAMERA, k, k / 10.0, protocol.encode_camera(np.full(shape, k, np.uint8)))
+                for k in range(1, 6)]]
+    server = ScriptedServer([script], hold=True)
+    graph = Graph(189)
+    shadowed = f"{tmp_path}{os.pathsep}{ros_env(189)['PYTHONPATH']}"  # `import simplejpeg` fails there
+    bridge = start_bridge(server.port, 189, env_extra={"PYTHONPATH": shadowed})
+    try:
+        raw = graph.subscribe(Image, "camera/image_raw")
+        graph.wait_matched(["camera/image_raw"], 30)
+        server.gate.set()
+        graph.spin_until(lambda: len(raw) >= 5, 20, "five images")
+        topics = dict(graph.node.get_topic_names_and_types())
+    finally:
+        assert bridge.stop() == 0
+        graph.close()
+        server.close()
+    assert not any(name.endswith("camera/image_raw/compressed") for name in topics), topics
+    warnings = [line for line in bridge.lines if "compressed is not advertised" in line]
+    assert len(warnings) == 1 and "WARN" in warnings[0] and "pip install simplejpeg" in warnings[0]
+    assert not [line for line in bridge.lines if "ERROR" in line], bridge.output()

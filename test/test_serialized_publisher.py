@@ -24,6 +24,7 @@ from acres_sim.serialized_publisher import (
     SerializedPublisher,
     releases_gil,
     wait_for_all_acked,
+    why_gil_is_held,
 )
 
 
@@ -110,4 +111,19 @@ def test_wait_for_all_acked_waits_for_a_subscriber_that_stopped_answering(path, 
     finally:
         subscriber.proc.send_signal(signal.SIGCONT)
         subscriber.stop()
+        graph.close()
+
+
+def test_why_the_gil_is_held_names_the_reason_only_where_it_is():
+    graph = Graph(195)
+    try:
+        publisher = graph.node.create_publisher(UInt64, "gil_test", QoSProfile(depth=1))
+        assert why_gil_is_held(publisher) is None  # rclpy with a handle pointer and librcl mapped
+
+        class OlderRclpyPublisher:  # an rclpy whose publisher handle exposes no pointer
+            handle = object()
+
+        reason = why_gil_is_held(OlderRclpyPublisher())
+        assert reason is not None and "no `pointer`" in reason and "GIL held" in reason
+    finally:
         graph.close()
