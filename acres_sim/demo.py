@@ -5,8 +5,10 @@
 The table (rich, refreshed in place) shows per topic the rate against the rate the Hello promises,
 MB/s, the game -> bridge latency p50 / p99 and the drops the bridge reports, plus the connection and
 the simulation clock. Without a terminal (CI, a pipe) it prints one plain line per second instead.
-After DEMO_SECONDS (0 = until Ctrl-C) it writes the snapshot PNG, prints its path and exits 0, on
-Ctrl-C too. The logs of both processes are under log/demo/.
+DEMO_SECONDS (0 = until Ctrl-C) count from the first cloud, so that a slow start (fake_game builds
+its world first) does not eat into them; then it writes the snapshot PNG, prints its path and exits
+0, on Ctrl-C too. No cloud within STARTUP_LIMIT_S is an error. The logs of both processes are under
+log/demo/.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ TOPICS = (
     ("/tf", "tf2_msgs.msg:TFMessage", "ins"),
 )
 RATE_WINDOW_S = 2.0
+STARTUP_LIMIT_S = 120.0  # from start to the first cloud: fake_game builds its world in a few seconds
 
 
 def _message_type(spec: str):
@@ -122,38 +125,42 @@ class Demo:
                 self.diag = {kv.key: kv.value for kv in status.values}
                 self.diag["_message"] = status.message
 
-    def rows(self) -> list[tuple[str, str, str, str, str, str]]:
+    def rows(self) -> list[tuple[str, str, str, str, str, str, str]]:
         out = []
         for topic, _, kind in TOPICS:
             rate, mbps = self.meters[topic].rate_and_mbps()
             expected = self.diag.get(f"{kind} expected rate (Hz)", "-")
-            out.append((topic, f"{rate:6.1f}", expected, f"{mbps:6.2f}",
+            out.append((topic, str(self.meters[topic].total), f"{rate:6.1f}", expected, f"{mbps:6.2f}",
                         f"{self.diag.get(f'{kind} latency p50 (ms)', '-')} / "
                         f"{self.diag.get(f'{kind} latency p99 (ms)', '-')}",
                         self.diag.get(f"{kind} drops", "-")))
         return out
 
-    def status_line(self, elapsed: float, seconds: float) -> str:
+    def status_line(self, elapsed: float | None, seconds: float) -> str:
         limit = f"{seconds:g} s" if seconds > 0 else "Ctrl-C stops"
+        progress = "waiting for the first cloud" if elapsed is None else f"{elapsed:5.1f} s of {limit}"
         return (f"connection {self.diag.get('connection', 'waiting')}: {self.diag.get('_message', '-')} | "
-                f"sim clock {self.clock_s:8.2f} s | {elapsed:5.1f} s of {limit}")
+                f"sim clock {self.clock_s:8.2f} s | {progress}")
 
-    def table(self, elapsed: float, seconds: float):
+    def table(self, elapsed: float | None, seconds: float):
         from rich.table import Table
 
         table = Table(title=f"acres_sim demo: {self.namespace}", caption=self.status_line(elapsed, seconds))
         table.add_column("topic")
-        for name in ("rate (Hz)", "expected (Hz)", "MB/s", "game->bridge p50 / p99 (ms)", "drops"):
+        for name in ("messages", "rate (Hz)", "expected (Hz)", "MB/s", "game->bridge p50 / p99 (ms)",
+                     "drops"):
             table.add_column(name, justify="right")
         for row in self.rows():
             table.add_row(*row)
         return table
 
-    def plain_line(self, elapsed: float, seconds: float) -> str:
-        parts = [f"{topic} {rate.strip()}/{expected} Hz" for topic, rate, expected, _, _, _ in self.rows()
+    def plain_line(self, elapsed: float | None, seconds: float) -> str:
+        parts = [f"{topic} {count} msgs {rate.strip()}/{expected} Hz"
+                 for topic, count, rate, expected, _, _, _ in self.rows()
                  if topic in ("/clock", "lidar/points", "camera/image_raw", "ins/odom")]
         mbps = sum(self.meters[t].rate_and_mbps()[1] for t, _, _ in TOPICS)
-        return f"demo {elapsed:5.1f} s | {' | '.join(parts)} | {mbps:.1f} MB/s | " \
+        shown = "waiting" if elapsed is None else f"{elapsed:5.1f} s"
+        return f"demo {shown} | {' | '.join(parts)} | {mbps:.1f} MB/s | " \
                f"drops {self.diag.get('drops', '-')} | {self.status_line(elapsed, seconds)}"
 
 
@@ -189,32 +196,43 @@ def main() -> int:
     shot = snapshot.subscribe(node, SimpleNamespace(
         namespace=namespace, lidar_topic="lidar/points", image_topic="camera/image_raw",
         odom_topic="ins/odom", truth_topic="ground_truth/odom"))
-    start = time.monotonic()
+    launched = time.monotonic()
+    start: float | None = None  # the first cloud's arrival: DEMO_SECONDS count from there
     failed = ""
+
+    def elapsed() -> float | None:
+        return None if start is None else time.monotonic() - start
+
     try:
         live = None
         if sys.stdout.isatty():
             from rich.live import Live
 
-            live = Live(demo.table(0.0, seconds), refresh_per_second=4, transient=False)
+            live = Live(demo.table(None, seconds), refresh_per_second=4, transient=False)
             live.start()
-        next_line = start + 1.0
-        while not stop["now"] and (seconds <= 0 or time.monotonic() - start < seconds):
+        next_line = launched + 1.0
+        while not stop["now"] and (seconds <= 0 or start is None or time.monotonic() - start < seconds):
             rclpy.spin_once(node, timeout_sec=0.05)
+            now = time.monotonic()
+            if start is None and demo.meters["lidar/points"].total:
+                start = now
             dead = [p for p in procs if p.poll() is not None]
             if dead:
                 name = "fake_game" if dead[0] is procs[0] else "sim_bridge"
                 failed = (f"demo: {name} exited with code {dead[0].returncode}; see {logs}/{name}.log "
                           f"(port {port} in use? try DEMO_PORT=5611 make demo)")
                 break
-            now = time.monotonic()
+            if start is None and now - launched > STARTUP_LIMIT_S:
+                failed = (f"demo: no cloud on {namespace}/lidar/points after {STARTUP_LIMIT_S:g} s; "
+                          f"see {logs}/")
+                break
             if live is not None:
-                live.update(demo.table(now - start, seconds))
+                live.update(demo.table(elapsed(), seconds))
             elif now >= next_line:
                 next_line += 1.0
-                print(demo.plain_line(now - start, seconds), flush=True)
+                print(demo.plain_line(elapsed(), seconds), flush=True)
         if live is not None:
-            live.update(demo.table(time.monotonic() - start, seconds))
+            live.update(demo.table(elapsed(), seconds))
             live.stop()
         published = shot.published()
     finally:
@@ -225,7 +243,7 @@ def main() -> int:
         print(failed, file=sys.stderr)
         return 1
     missing = snapshot.missing_topics(shot.counts, published)
-    data = snapshot.build_snapshot(shot.got, f"acres_sim demo: {namespace}, {time.monotonic() - start:.0f} s")
+    data = snapshot.build_snapshot(shot.got, f"acres_sim demo: {namespace}, {elapsed() or 0.0:.0f} s")
     if missing or data.clouds == 0:
         what = ", ".join(missing) or "lidar/points in the world frame"
         print(f"demo: no snapshot: nothing arrived on {what} (see {logs}/)", file=sys.stderr)
