@@ -1,4 +1,4 @@
-"""One user on every topic: `python3 -m acres_sim.bench.subscriber SPEC OUT [raw]`.
+"""One user on every topic: `python3 -m acres_sim.bench.subscriber SPEC OUT [raw] [best_effort]`.
 
 SPEC is JSON: [[topic, message type name, qos kind], ...] with qos kind "sensor" (reliable, depth 5,
 as the bridge's default), "tf" (reliable, depth 100) or "clock" (best effort, depth 1). Each
@@ -7,7 +7,9 @@ prints READY once every subscription has a publisher, and on SIGINT or SIGTERM w
 {topic: [[stamp_ns, received_ns], ...]} (for /tf: "/tf <child frame>", one per agent). Default
 middleware settings, as a new user has them. With `raw`, the subscriptions take the serialized
 bytes (rclpy's raw=True) and read the stamp (and the child frame) from the CDR: the middleware's
-delivery without Python building every message, as a C++ user would have it.
+delivery without Python building every message, as a C++ user would have it. With
+`best_effort`, the sensor and tf subscriptions are best effort, depth 5 (SensorDataQoS, as
+KISS-ICP, FAST-LIO or nav2 subscribe).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def main(argv: list[str]) -> int:
     from acres_sim.bench.messages import message_type
 
     spec, out = json.loads(argv[0]), argv[1]
-    raw = len(argv) > 2 and argv[2] == "raw"
+    raw, best_effort = "raw" in argv[2:], "best_effort" in argv[2:]
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -80,6 +82,9 @@ def main(argv: list[str]) -> int:
                             reliability=ReliabilityPolicy.RELIABLE),
            "clock": QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
                                reliability=ReliabilityPolicy.BEST_EFFORT)}
+    if best_effort:
+        qos["sensor"] = qos["tf"] = QoSProfile(depth=5, history=HistoryPolicy.KEEP_LAST,
+                                               reliability=ReliabilityPolicy.BEST_EFFORT)
     received: dict[str, list[tuple[int, int]]] = {}
     subscriptions = []
     for topic, type_name, kind in spec:

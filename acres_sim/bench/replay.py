@@ -1,0 +1,33 @@
+"""The paced Polaris stream as a process of its own: `python3 -m acres_sim.bench.replay OUT`.
+
+ReplayServer (acres_sim.bench.workload) on 127.0.0.1 for one client, in whatever network namespace
+the process is started in (the remote-subscriber measurement runs it on its own test host). Prints
+`PORT <n>` once listening; on SIGINT or SIGTERM writes OUT: [[frame type, stamp, publish time
+(CLOCK_MONOTONIC, s)], ...], the log the latencies are measured from.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+
+from acres_sim.bench.workload import ReplayServer, polaris_period
+
+
+def main(argv: list[str]) -> int:
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    server = ReplayServer(polaris_period(), rate=1.0).start()
+    print(f"PORT {server.port}", flush=True)
+    stop.wait()
+    server.stop()
+    with open(argv[0], "w") as out:
+        json.dump(server.sent.frames, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
