@@ -52,7 +52,8 @@ ShareLookup = Callable[[str], str]
 def _share_of(package: str, share_dir: ShareLookup | None) -> Path | None:
     try:
         if share_dir is None:
-            from ament_index_python.packages import get_package_share_directory as share_dir
+            from ament_index_python.packages import get_package_share_directory
+            share_dir = get_package_share_directory
         return Path(share_dir(package))
     except (ImportError, LookupError, ValueError, OSError):  # not installed, or no ament index
         return None
@@ -74,8 +75,12 @@ def fast_dds_generation(share_dir: ShareLookup | None = None) -> int | None:
 
 def shipped_profile(generation: int = DEFAULT_GENERATION,
                     share_dir: ShareLookup | None = None) -> Path | None:
-    """The shipped file for that Fast DDS generation: the installed package's, else the source tree's."""
-    name = GENERATIONS[generation][1]
+    """The shipped file for that Fast DDS generation."""
+    return shipped_file(GENERATIONS[generation][1], share_dir)
+
+
+def shipped_file(name: str, share_dir: ShareLookup | None = None) -> Path | None:
+    """config/<name> of the installed package, else of the source tree; None if neither has it."""
     candidates = []
     installed = _share_of("acres_sim", share_dir)
     if installed is not None:

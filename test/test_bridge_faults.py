@@ -287,7 +287,8 @@ def test_a_barrier_reader_that_stops_for_a_while_still_gets_every_barrier():
         code = bridge.stop()
         server.close()
     got = [int(line.split()[1]) for line in reader.lines if line.startswith("BARRIER ")]
-    assert got == sorted(before), f"{len(got)} of {len(before)} barriers: {sorted(set(before) - set(got))[:10]}"
+    missing = sorted(set(before) - set(got))
+    assert got == sorted(before), f"{len(got)} of {len(before)} barriers, missing {missing[:10]}"
     assert code == 0 and "Traceback" not in bridge.output()
     assert count_lines(bridge.output(), "not acknowledged") >= 1  # it did wait, bounded, and said so
 
