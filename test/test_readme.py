@@ -89,3 +89,20 @@ def test_launch_argument_table_is_the_launch_file():
     for name, default in declared.items():
         if default:  # literal defaults must read the same; computed ones (the params file) are described
             assert rows[name] == default, (name, rows[name], default)
+
+
+def test_distribution_table_is_the_locks_and_the_profiles_the_bridge_applies():
+    from acres_sim import dds
+
+    rows = table_after("Quickstart: two commands")
+    assert [names(row[0])[0] for row in rows] == ["jazzy", "kilted"]
+    for row in rows:
+        distro = names(row[0])[0]
+        lock = (REPO / "tools" / f"requirements-ros-{distro}.txt").read_text()
+        pins = dict(re.findall(r"^(ros-[\w-]+)==([\w.]+)$", lock, re.M))
+        assert row[2] == pins["ros-rclpy"]
+        fast_dds = pins.get("ros-fastrtps") or pins["ros-fastdds"]
+        assert row[3] == f"{fast_dds} ({pins['ros-rmw-fastrtps-cpp']})"
+        generation = int(fast_dds.split(".")[0])
+        variable, name = dds.GENERATIONS[generation]
+        assert names(row[4]) == [f"config/{name}", variable]

@@ -18,6 +18,10 @@ Measurements (names for --only):
             sim/barrier through ROS vs waiting only for the control channel's reply
   fakegame  fake_game's CPU for one Polaris in real time with full rendering, and the time from a
             first client's connect to its first 1 s of frames at full rate
+  remote    a reliable and a best-effort subscriber on a second host (a network namespace joined
+            by a 1 Gbit/s veth; needs root) beside the same pair on the bridge's host: the share
+            of the local subscriber's messages each gets, and latencies, with the remote host's
+            defaults and with config/fastdds_remote_host.xml (acres_sim.bench.remote)
 Ratios are what the targets are about: absolute figures drift with the machine's load.
 """
 
@@ -50,7 +54,7 @@ from acres_sim.bench.workload import (
 )
 from acres_sim.protocol import HEADER_SIZE, FrameHeader, FrameType
 
-MEASUREMENTS = ("raw", "ingest", "convert", "polaris", "agents4", "lockstep", "fakegame")
+MEASUREMENTS = ("raw", "ingest", "convert", "polaris", "agents4", "lockstep", "fakegame", "remote")
 GROUPS = {FrameType.CLOCK: "clock", FrameType.INS: "INS", FrameType.LIDAR: "LiDAR",
           FrameType.CAMERA: "camera"}
 TARGETS = {
@@ -71,6 +75,8 @@ TARGETS = {
     "lockstep ROS / control only": (">=", 0.8),
     "lockstep ROS / control only (learner loads the profile)": ("info", 0.0),
     "fake_game CPU (% of a core)": ("<=", 60.0),
+    "remote / local messages, remote host loads fastdds_remote_host.xml": (">=", 0.99),
+    "remote / local messages, remote host's defaults": ("info", 0.0),
 }
 
 
@@ -575,6 +581,10 @@ def measure_lockstep(tmp: Path, requests: int, profile: bool = False) -> dict[st
                 learner = start_module("acres_sim.bench.learner", [str(control), str(requests), mode],
                                        domain, profile)
                 line = learner.wait_line(lambda s: s.startswith("{"), 120)
+                try:  # it leaves the graph by itself: interrupted, its reader would stay matched
+                    learner.popen.wait(30)
+                except subprocess.TimeoutExpired:
+                    pass
                 learner.stop()
                 results.setdefault(mode, []).append(json.loads(line))
         finally:
@@ -637,6 +647,20 @@ def measure_fake_game(seconds: float) -> dict[str, float]:
 # Report
 
 
+def measure_remote_both(seconds: float, tmp: Path) -> dict[str, Any]:
+    """The remote subscribers with their host's defaults, then with the shipped remote profile."""
+    from acres_sim.bench.remote import REMOTE_PROFILE_NAME, HostsUnavailable, measure_remote
+    from acres_sim.dds import shipped_file
+
+    try:
+        return {"defaults": measure_remote(seconds, tmp),
+                "remote_profile": measure_remote(seconds, tmp,
+                                                 remote_profile=str(shipped_file(REMOTE_PROFILE_NAME)))}
+    except HostsUnavailable as exc:
+        print(f"remote: skipped: {exc}", file=sys.stderr)
+        return {"skipped": str(exc)}
+
+
 def _ratio(a: float, b: float) -> float:
     return a / b if b else float("nan")
 
@@ -684,6 +708,13 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, float, str, bool | None]]:
                      r["lockstep"]["profile"]["ratio"]))
     if "fakegame" in r:
         rows.append(("fake_game CPU (% of a core)", r["fakegame"]["cpu_pct"]))
+    for variant, label in (("remote_profile", "remote host loads fastdds_remote_host.xml"),
+                           ("defaults", "remote host's defaults")):
+        for name, figures in r.get("remote", {}).get(variant, {}).items():
+            if name.startswith("remote "):
+                for group in ("INS", "LiDAR", "camera"):
+                    rows.append((f"remote / local messages, {label} ({name.split(' ', 1)[1]} {group})",
+                                 figures[group]["share"]))
     out = []
     for name, value in rows:
         key = name if name in TARGETS else name.rsplit(" (", 1)[0]
@@ -764,6 +795,19 @@ def print_report(r: dict[str, Any]) -> None:
         facts.add_row("connect -> first full second of frames", f"{g['first_full_second_s']:.2f} s")
         facts.add_row("longest clock gap in the first 3 s", f"{g['longest_clock_gap_first_3s_ms']:.0f} ms")
     console.print(facts)
+    for variant, label in (("defaults", "the remote host's defaults"),
+                           ("remote_profile", "the remote host loads config/fastdds_remote_host.xml")):
+        figures = r.get("remote", {}).get(variant)
+        if figures:
+            t = Table(title=f"Subscribers on another host, {figures['rate']} link: {label}")
+            for col in ("", "received", "share of local", "p50 ms", "p99 ms"):
+                t.add_column(col, justify="right" if col else "left")
+            for name in ("local reliable", "local best effort", "remote reliable", "remote best effort"):
+                for group in ("INS", "LiDAR", "camera"):
+                    g = figures[name][group]
+                    t.add_row(f"{name} {group}", f"{g['messages'] - g['lost']}/{g['messages']}",
+                              f"{100 * g['share']:.1f} %", f"{g['p50_ms']:.2f}", f"{g['p99_ms']:.2f}")
+            console.print(t)
     v = Table(title="Targets (ratios within this run)")
     for col in ("target", "measured", "limit", ""):
         v.add_column(col)
@@ -816,7 +860,8 @@ def main(argv: list[str] | None = None) -> int:
                  "agents4": lambda: measure_agents(period, args.seconds, tmp),
                  "lockstep": lambda: {"default": measure_lockstep(tmp, args.lockstep_requests),
                                       "profile": measure_lockstep(tmp, args.lockstep_requests, True)},
-                 "fakegame": lambda: measure_fake_game(args.seconds)}
+                 "fakegame": lambda: measure_fake_game(args.seconds),
+                 "remote": lambda: measure_remote_both(args.seconds, tmp)}
         for name in MEASUREMENTS:
             if name in only and name in steps:
                 print(f"measuring {name} ...", file=sys.stderr, flush=True)

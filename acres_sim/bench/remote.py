@@ -31,6 +31,7 @@ from acres_sim.bench.messages import bridge_topics
 from acres_sim.bench.workload import polaris_period
 
 ROBOT_ADDRESS, REMOTE_ADDRESS = "198.18.0.1", "198.18.0.2"
+REMOTE_PROFILE_NAME = "fastdds_remote_host.xml"
 SUBSCRIBERS = ("local reliable", "local best effort", "remote reliable", "remote best effort")
 # What a subscriber of each kind is compared with: the share of what the local reliable one got.
 REFERENCE = "local reliable"
