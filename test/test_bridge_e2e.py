@@ -318,7 +318,7 @@ def test_lidar_ground_points_land_on_the_terrain():
     base_footprint, interpolated to each point's firing time from the xyzirt `time` field, since a
     sweep takes 0.1 s on bumpy ground) land on the fake world's rolling ground, z = terrain height
     at (x, y), within 5 cm (fake_game --no-noise); the ground they land on is not flat."""
-    from acres_sim.fake_game.world import DEFAULT_TERRAIN
+    from acres_sim.fake_game.scene import DEFAULT_TERRAIN
 
     s = Session(155, ["polaris"], ["--no-noise", "--realtime-factor", "0.5"],
                 ["tf_source:=ground_truth", "lidar_fields:=xyzirt"])

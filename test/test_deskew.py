@@ -13,9 +13,11 @@ import pytest
 from page_examples import POLARIS_HELLO_JSON
 
 from acres_sim.convert import ConvertSettings, FrameConverter
+from acres_sim.fake_game.materials import MAT
+from acres_sim.fake_game.route import LoopRoute
+from acres_sim.fake_game.scene import Box, Scene
 from acres_sim.fake_game.sensors import LidarModel, Pose
 from acres_sim.fake_game.vehicles import lidar_elevations_deg
-from acres_sim.fake_game.world import MAT, Box, LoopRoute, Scene, rpy_matrix
 from acres_sim.protocol import (
     FrameHeader,
     FrameType,
@@ -24,6 +26,7 @@ from acres_sim.protocol import (
     encode_lidar,
     parse_hello,
 )
+from acres_sim.rotations import rpy_matrix
 
 YAW_RATE = 1.5  # rad/s: a sharp turn on the spot
 CENTRE = np.array([0.0, 0.0, 2.0])

@@ -11,7 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from acres_sim.fake_game import world
+from acres_sim.fake_game.materials import MAT
+from acres_sim.fake_game.scene import Cylinder, Scene
 from acres_sim.fake_game.simulation import AgentSimulator
 from acres_sim.fake_game.vehicles import vehicle_hello
 
@@ -90,9 +91,9 @@ def test_post_projects_where_the_camera_model_says(polaris, ahead_left):
     base = pos + quaternion_matrix(q) @ np.array([ahead_left[0], ahead_left[1], 0.0])
     terrain = probe.scene.terrain  # on the rolling ground, as the vehicle that looks at it
     base[2] = float(terrain.height(base[0], base[1]))
-    post = world.Cylinder(float(base[0]), float(base[1]), 0.12, base[2] - 0.3, 3.3, world.MAT["post"])
-    empty = world.Scene((), probe.route, terrain=terrain)
-    with_post = world.Scene((post,), probe.route, terrain=terrain)
+    post = Cylinder(float(base[0]), float(base[1]), 0.12, base[2] - 0.3, 3.3, MAT["post"])
+    empty = Scene((), probe.route, terrain=terrain)
+    with_post = Scene((post,), probe.route, terrain=terrain)
     plain = AgentSimulator(polaris, noise=False, scene=empty).camera_image(t)
     image = AgentSimulator(polaris, noise=False, scene=with_post).camera_image(t)
     changed = np.any(plain != image, axis=2)

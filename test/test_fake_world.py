@@ -17,11 +17,25 @@ from pyproj import Transformer
 
 from page_examples import POLARIS_HELLO_JSON
 from acres_sim import protocol
-from acres_sim.fake_game import world
 from acres_sim.fake_game.georef import Georeference
+from acres_sim.fake_game.materials import INTENSITY_TABLE, MAT
+from acres_sim.fake_game.raycast import cast
+from acres_sim.fake_game.route import DriveProfile, LoopRoute
+from acres_sim.fake_game.scene import (
+    DEFAULT_TERRAIN,
+    Box,
+    CullingSpheres,
+    Cylinder,
+    Scene,
+    Sphere,
+    Terrain,
+    default_scene,
+    horizontal_extent,
+)
 from acres_sim.fake_game.simulation import AgentSimulator
 from acres_sim.fake_game.vehicles import VEHICLES, lidar_elevations_deg, vehicle_hello
 from acres_sim.protocol import INS_GEO_FIELDS, Ins, column_firing_offsets
+from acres_sim.rotations import rpy_matrix
 
 PAGE_POLARIS_HELLO = json.loads(POLARIS_HELLO_JSON)
 
@@ -70,7 +84,7 @@ def yaw_of(q) -> float:
     return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
-def on_ground_only(scene: world.Scene, xy: np.ndarray, margin: float = 0.3) -> np.ndarray:
+def on_ground_only(scene: Scene, xy: np.ndarray, margin: float = 0.3) -> np.ndarray:
     """Points whose horizontal position is outside every object of the scene: only ground there."""
     free = np.ones(len(xy), bool)
     if scene.crops is not None:  # the crop field's plants stand there
@@ -78,7 +92,7 @@ def on_ground_only(scene: world.Scene, xy: np.ndarray, margin: float = 0.3) -> n
         free &= ~((xy[:, 0] > c.x_min - margin) & (xy[:, 0] < c.x_max + margin)
                   & (xy[:, 1] > c.y_min - margin) & (xy[:, 1] < c.y_max + margin))
     for prim in scene.primitives:
-        x0, y0, x1, y1 = world.horizontal_extent(prim)
+        x0, y0, x1, y1 = horizontal_extent(prim)
         free &= ~((xy[:, 0] > x0 - margin) & (xy[:, 0] < x1 + margin)
                   & (xy[:, 1] > y0 - margin) & (xy[:, 1] < y1 + margin))
     return free
@@ -140,7 +154,7 @@ def test_flavor_and_georeference_options():
 
 
 def test_loop_is_closed_and_agents_start_apart():
-    route = world.LoopRoute()
+    route = LoopRoute()
     for s in (0.0, 10.0, 123.4):
         a, b = route.sample(s), route.sample(s + route.length_m)
         assert (a.x, a.y) == pytest.approx((b.x, b.y), abs=1e-9)
@@ -148,7 +162,7 @@ def test_loop_is_closed_and_agents_start_apart():
     p1, _ = AgentSimulator(hello, start_offset_m=0.0).truth_pose(5.0)
     p2, _ = AgentSimulator(hello, start_offset_m=route.length_m / 2).truth_pose(5.0)
     assert np.linalg.norm(p1 - p2) > 20.0
-    terrain = world.DEFAULT_TERRAIN
+    terrain = DEFAULT_TERRAIN
     assert p1[2] == pytest.approx(float(terrain.height(p1[0], p1[1])), abs=1e-12)  # on the ground
     assert p2[2] == pytest.approx(float(terrain.height(p2[0], p2[1])), abs=1e-12)
 
@@ -156,7 +170,7 @@ def test_loop_is_closed_and_agents_start_apart():
 @settings(max_examples=60, deadline=None)
 @given(st.floats(min_value=-1000.0, max_value=1000.0))
 def test_loop_heading_follows_the_path(s):
-    route = world.LoopRoute()
+    route = LoopRoute()
     h = 1e-3
     a, b, mid = route.sample(s - h), route.sample(s + h), route.sample(s)
     vx, vy = (b.x - a.x) / (2 * h), (b.y - a.y) / (2 * h)
@@ -198,7 +212,7 @@ def test_lidar_ground_returns_land_on_the_ground(vehicle, t):
     assert (in_world[:, 2] - height > 0.3).any()  # something stands on the ground: trees, posts, the shed
 
 
-def distance_to_surfaces(scene: world.Scene, p: np.ndarray) -> np.ndarray:
+def distance_to_surfaces(scene: Scene, p: np.ndarray) -> np.ndarray:
     """Distance of each world point from the nearest surface of the scene (ground included; for the
     ground the vertical distance, an upper bound of the true one)."""
     best = np.abs(p[:, 2] - scene.ground_height(p[:, 0], p[:, 1]))
@@ -210,13 +224,13 @@ def distance_to_surfaces(scene: world.Scene, p: np.ndarray) -> np.ndarray:
                   & (above >= -0.01) & (above <= c.plant_height(k, p[:, 1]) + 0.01))
         best = np.where(inside, np.minimum(best, np.abs(p[:, 0] - c.row_x(k))), best)
     for prim in scene.primitives:
-        if isinstance(prim, world.Cylinder):
+        if isinstance(prim, Cylinder):
             rho = np.hypot(p[:, 0] - prim.x, p[:, 1] - prim.y)
             top = prim.z0 + prim.height
             side = np.hypot(rho - prim.radius, np.maximum(0.0, np.maximum(prim.z0 - p[:, 2], p[:, 2] - top)))
             cap = np.hypot(p[:, 2] - top, np.maximum(0.0, rho - prim.radius))
             d = np.minimum(side, cap)
-        elif isinstance(prim, world.Sphere):
+        elif isinstance(prim, Sphere):
             d = np.abs(np.linalg.norm(p - [prim.x, prim.y, prim.z], axis=1) - prim.radius)
         else:
             lo, hi = np.array(prim.lo), np.array(prim.hi)
@@ -261,8 +275,8 @@ def test_post_on_the_left_appears_at_its_column(vehicle):
     pos, q = probe.truth_pose(t)
     r_wb = quat_matrix(q)
     post_world = pos + r_wb @ np.array([7.0, 7.0, 0.0])  # 45 deg to the left of the vehicle
-    post = world.Cylinder(float(post_world[0]), float(post_world[1]), 0.4, 0.0, 2.5, world.MAT["post"])
-    sim = AgentSimulator(hello, noise=False, scene=world.Scene((post,), probe.route))
+    post = Cylinder(float(post_world[0]), float(post_world[1]), 0.4, 0.0, 2.5, MAT["post"])
+    sim = AgentSimulator(hello, noise=False, scene=Scene((post,), probe.route))
     cloud = sim.lidar_points(t)
 
     r, p = sensor_to_world(sim, t, hello.lidar.position_flu_m, hello.lidar.rpy_deg)
@@ -276,7 +290,7 @@ def test_post_on_the_left_appears_at_its_column(vehicle):
     else:
         expected = round(azimuth * columns / 360.0) % columns
         assert expected < columns // 2
-    hit_columns = np.nonzero((cloud[..., 3] == world.INTENSITY_TABLE[world.MAT["post"]]).any(axis=1))[0]
+    hit_columns = np.nonzero((cloud[..., 3] == INTENSITY_TABLE[MAT["post"]]).any(axis=1))[0]
     assert len(hit_columns) > 0
     half_width_cols = math.degrees(math.atan2(0.4, np.linalg.norm(centre_sensor[:2]))) * columns / 360.0
     # the tilted sensor sees the vertical post a little wider at steep rings
@@ -286,7 +300,7 @@ def test_post_on_the_left_appears_at_its_column(vehicle):
 
 def test_no_return_is_nan_with_zero_intensity():
     hello = vehicle_hello("maxxum")
-    empty = world.Scene((), world.LoopRoute())
+    empty = Scene((), LoopRoute())
     sim = AgentSimulator(hello, noise=True, scene=empty)
     t = 9.0
     cloud = sim.lidar_points(t)
@@ -343,7 +357,7 @@ def test_ins_without_noise_is_the_truth():
 
 
 def test_ins_on_flat_ground_turns_with_the_loop():
-    flat = AgentSimulator(vehicle_hello("polaris"), noise=False, scene=world.default_scene(terrain=None))
+    flat = AgentSimulator(vehicle_hello("polaris"), noise=False, scene=default_scene(terrain=None))
     v = flat.ins_values(_curve_time(flat))
     speed, radius = flat.route.speed_mps, flat.route.corner_radius_m
     assert v[Ins.GyroZ] == pytest.approx(speed / radius, rel=1e-6)
@@ -444,7 +458,7 @@ def test_without_georeference_the_geo_fields_are_nan():
 # Terrain and the drive: roll, pitch and z follow the ground; one stop per lap
 
 
-def _ground_normal(terrain: world.Terrain, x: float, y: float, h: float = 1e-3) -> np.ndarray:
+def _ground_normal(terrain: Terrain, x: float, y: float, h: float = 1e-3) -> np.ndarray:
     """The ground's normal from the height alone, by central differences (not the model's slope)."""
     gx = (terrain.height(x + h, y) - terrain.height(x - h, y)) / (2 * h)
     gy = (terrain.height(x, y + h) - terrain.height(x, y - h)) / (2 * h)
@@ -525,7 +539,7 @@ def test_vehicle_stops_once_per_lap_on_level_ground_and_starts_again():
 
 
 def test_drive_profile_is_continuous_and_periodic():
-    drive = world.DriveProfile(speed=3.0, lap_m=270.0, stop_at_m=100.0, stand_s=4.0, accel=0.6)
+    drive = DriveProfile(speed=3.0, lap_m=270.0, stop_at_m=100.0, stand_s=4.0, accel=0.6)
     times = np.arange(0.0, 3 * drive.period_s, 0.01)
     states = np.array([drive.state(float(t)) for t in times])
     distance, speed = states[:, 0], states[:, 1]
@@ -534,7 +548,7 @@ def test_drive_profile_is_continuous_and_periodic():
     assert drive.state(drive.period_s)[0] == pytest.approx(270.0)  # one lap per period
     assert drive.state(drive.period_s + 1.0)[0] == pytest.approx(270.0 + drive.state(1.0)[0])
     with pytest.raises(ValueError, match="no room"):
-        world.DriveProfile(speed=3.0, lap_m=270.0, stop_at_m=2.0)
+        DriveProfile(speed=3.0, lap_m=270.0, stop_at_m=2.0)
 
 
 def test_render_threads_per_agent_by_mode_or_as_asked():
@@ -611,7 +625,7 @@ def test_crop_rows_are_plants_with_height():
     assert (field & (np.abs(height) < 0.02)).sum() > 200  # the ground between the rows
     # the returns carry the crop's reflectivity
     cloud = sim.lidar_points(t)
-    assert (cloud[..., 3] == world.INTENSITY_TABLE[world.MAT["crop"]]).sum() >= on_plants.sum()
+    assert (cloud[..., 3] == INTENSITY_TABLE[MAT["crop"]]).sum() >= on_plants.sum()
 
 
 @pytest.mark.parametrize("t", [1.0, 30.0, 62.0, 85.0])
@@ -626,7 +640,7 @@ def test_culling_drops_only_rays_that_miss(t):
     scene = sim.scene
     spheres = scene.culling_spheres
     everything = dataclasses.replace(scene)
-    everything.__dict__["culling_spheres"] = world.CullingSpheres(
+    everything.__dict__["culling_spheres"] = CullingSpheres(
         spheres.centres, spheres.radii + 1e4, spheres.first)
     cam = sim.hello.camera
     camera = CameraModel(cam)
@@ -634,11 +648,11 @@ def test_culling_drops_only_rays_that_miss(t):
     lidar = sim.lidar_pose(t)
     object_hits = 0
     for bundle, p, sun in ((camera.bundle, pose, _SUN), (sim._lidar.bundle, lidar, None)):
-        culled, full = (world.cast(s, bundle, p.position, p.rotation, 200.0, sun=sun)
+        culled, full = (cast(s, bundle, p.position, p.rotation, 200.0, sun=sun)
                         for s in (scene, everything))
         assert np.array_equal(culled.distance, full.distance)
         assert np.array_equal(culled.material, full.material)
-        objects = [world.MAT[m] for m in ("trunk", "foliage", "wall", "roof", "post")]
+        objects = [MAT[m] for m in ("trunk", "foliage", "wall", "roof", "post")]
         object_hits += int(np.isin(full.material, objects).sum())
     assert object_hits > 100  # the sensors see objects there, so culling had work to do
 
@@ -651,13 +665,13 @@ def _primitive(draw):
     kind = draw(st.sampled_from(("cylinder", "sphere", "box")))
     x, y = draw(_coord), draw(_coord)
     if kind == "cylinder":
-        return world.Cylinder(x, y, draw(st.floats(0.05, 2.0)), draw(st.floats(-1.0, 2.0)),
-                              draw(st.floats(0.2, 8.0)), world.MAT["trunk"])
+        return Cylinder(x, y, draw(st.floats(0.05, 2.0)), draw(st.floats(-1.0, 2.0)),
+                        draw(st.floats(0.2, 8.0)), MAT["trunk"])
     if kind == "sphere":
-        return world.Sphere(x, y, draw(st.floats(-1.0, 6.0)), draw(st.floats(0.1, 4.0)), world.MAT["foliage"])
+        return Sphere(x, y, draw(st.floats(-1.0, 6.0)), draw(st.floats(0.1, 4.0)), MAT["foliage"])
     size = [draw(st.floats(0.2, 10.0)) for _ in range(3)]
     lo = (x, y, draw(st.floats(-1.0, 2.0)))
-    return world.Box(lo, tuple(a + s for a, s in zip(lo, size)), world.MAT["wall"], world.MAT["roof"])
+    return Box(lo, tuple(a + s for a, s in zip(lo, size)), MAT["wall"], MAT["roof"])
 
 
 @settings(max_examples=40, deadline=None)
@@ -671,13 +685,13 @@ def test_culling_is_exact_for_any_scene_and_origin(prims, ox, oy, oz, yaw, pitch
     from acres_sim.fake_game.sensors import LidarModel
 
     lidar = LidarModel(vehicle_hello("polaris").lidar, lidar_elevations_deg("polaris"))
-    scene = world.Scene(tuple(prims), terrain=world.DEFAULT_TERRAIN)
+    scene = Scene(tuple(prims), terrain=DEFAULT_TERRAIN)
     spheres = scene.culling_spheres
     everything = dataclasses.replace(scene)
-    everything.__dict__["culling_spheres"] = world.CullingSpheres(
+    everything.__dict__["culling_spheres"] = CullingSpheres(
         spheres.centres, spheres.radii + 1e4, spheres.first)
     origin = np.array([ox, oy, oz + float(scene.ground_height(ox, oy))])
-    rotation = world.rpy_matrix(0.0, pitch, yaw)
-    culled, full = (world.cast(s, lidar.bundle, origin, rotation, 60.0) for s in (scene, everything))
+    rotation = rpy_matrix(0.0, pitch, yaw)
+    culled, full = (cast(s, lidar.bundle, origin, rotation, 60.0) for s in (scene, everything))
     assert np.array_equal(culled.distance, full.distance)
     assert np.array_equal(culled.material, full.material)

@@ -29,20 +29,12 @@ from acres_sim.protocol import (
     Ins,
     LidarConfig,
 )
+from acres_sim.rotations import matrix_to_quaternion, rpy_matrix
 
 from .georef import Georeference
-from .world import (
-    COLOUR_TABLE,
-    INTENSITY_TABLE,
-    MAT,
-    Motion,
-    RayBundle,
-    Scene,
-    block_groups,
-    cast,
-    matrix_to_quaternion,
-    rpy_matrix,
-)
+from .materials import COLOUR_TABLE, INTENSITY_TABLE, MAT
+from .raycast import Motion, RayBundle, block_groups, cast
+from .scene import Scene
 
 GRAVITY_MPS2 = 9.81  # the protocol page's value at rest
 

@@ -235,7 +235,7 @@ class Session:
         # Imported here so that the transport and its tests load without the world's numpy work.
         from .simulation import AgentSimulator
         from .vehicles import vehicle_hello
-        from .world import default_scene
+        from .scene import default_scene
 
         cfg = self.config
         scene = default_scene(terrain=None) if cfg.flat_ground else default_scene()  # one for all agents

@@ -18,11 +18,13 @@ import zlib
 import numpy as np
 
 from acres_sim.protocol import Hello, column_firing_offsets
+from acres_sim.rotations import matrix_to_quaternion
 
 from .georef import Georeference
+from .route import DriveProfile
+from .scene import Scene, default_scene
 from .sensors import CameraModel, InsModel, Kinematics, LidarModel, Pose
 from .vehicles import VEHICLES, lidar_elevations_deg
-from .world import DriveProfile, Scene, default_scene, matrix_to_quaternion
 
 _INS_STREAM, _LIDAR_STREAM, _CAMERA_STREAM, _CAMERA_NOISE_STREAM = 1, 2, 3, 4
 _MASK64 = (1 << 64) - 1
