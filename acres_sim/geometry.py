@@ -1,23 +1,16 @@
-"""Mount geometry of the Hello: roll/pitch/yaw -> quaternion, the optical rotation, the static frame tree.
+"""Mount geometry of the Hello: the optical rotation and the static frame tree (no ROS).
 
-numpy only, no ROS: the bridge turns the MountTransform list into a TFMessage (convert.py), and the
-tests check the rotations against an independent computation.
-
-Conventions (protocol page "Units and Frames", REP 103): body frames are FLU; a quaternion is (x, y, z, w)
-and rotates a vector from the child frame into the parent frame. The Hello `rpy_deg` are roll, pitch
-and yaw about the FIXED parent axes, R = Rz(yaw) Ry(pitch) Rx(roll); with FLU axes a positive pitch
-turns the x axis towards -z, so the sensor looks down.
+The bridge turns the MountTransform list into a TFMessage (convert.py). Body frames are FLU
+(protocol page "Units and Frames", REP 103); the rotation conventions are acres_sim.rotations'.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from acres_sim.protocol import Hello, ProtocolError
+from acres_sim.rotations import rpy_deg_to_quaternion
 
 # camera (FLU: x forward, y left, z up) -> camera_optical (x right, y down, z forward), REP 103.
 # As a rotation of optical vectors into the camera frame: optical z -> camera x, optical x -> camera -y,
@@ -35,48 +28,6 @@ CAMERA_OPTICAL = "camera_optical"
 INS = "ins"
 IMU = "imu"
 GNSS = "gnss"
-
-
-def rpy_deg_to_quaternion(rpy_deg: Sequence[float]) -> np.ndarray:
-    """Fixed-axis roll, pitch, yaw in degrees -> unit quaternion (x, y, z, w) with w >= 0.
-
-    The quaternion of R = Rz(yaw) Ry(pitch) Rx(roll), i.e. q = qz * qy * qx (Hamilton product).
-    The sign is canonical (w >= 0) so that the same mount always gives the same numbers.
-    """
-    if len(rpy_deg) != 3:
-        raise ValueError(f"rpy_deg needs 3 angles (roll, pitch, yaw), got {len(rpy_deg)}")
-    roll, pitch, yaw = (math.radians(float(a)) for a in rpy_deg)
-    if not all(math.isfinite(a) for a in (roll, pitch, yaw)):
-        raise ValueError(f"rpy_deg must be finite, got {tuple(rpy_deg)}")
-    cr, sr = math.cos(roll / 2.0), math.sin(roll / 2.0)
-    cp, sp = math.cos(pitch / 2.0), math.sin(pitch / 2.0)
-    cy, sy = math.cos(yaw / 2.0), math.sin(yaw / 2.0)
-    q = np.array([
-        sr * cp * cy - cr * sp * sy,
-        cr * sp * cy + sr * cp * sy,
-        cr * cp * sy - sr * sp * cy,
-        cr * cp * cy + sr * sp * sy,
-    ])
-    q /= np.linalg.norm(q)
-    if q[3] < 0.0:
-        q = -q
-    return q
-
-
-def quaternion_to_matrix(q_xyzw: Sequence[float]) -> np.ndarray:
-    """Quaternion (x, y, z, w) -> 3x3 rotation matrix (child -> parent). The quaternion is normalised."""
-    q = np.asarray(q_xyzw, dtype=np.float64)
-    if q.shape != (4,):
-        raise ValueError(f"quaternion needs 4 values (x, y, z, w), got shape {q.shape}")
-    norm = np.linalg.norm(q)
-    if not np.isfinite(norm) or norm == 0.0:
-        raise ValueError(f"quaternion {tuple(q)} has no rotation (zero or non-finite norm)")
-    x, y, z, w = q / norm
-    return np.array([
-        [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w)],
-        [2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w)],
-        [2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y)],
-    ])
 
 
 @dataclass(frozen=True)

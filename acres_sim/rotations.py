@@ -1,10 +1,15 @@
-"""Rotations, ROS-free: the Hello's roll, pitch, yaw are about the fixed FLU axes, R = Rz(yaw)
-Ry(pitch) Rx(roll); a quaternion is (x, y, z, w) with w >= 0 and rotates a child-frame vector into
-the parent frame (REP 103)."""
+"""Rotations, the one place of their conventions (numpy; no ROS): the bridge's mount tree, fake_game's
+world and sensors, its georeference and the snapshot all use these.
+
+The Hello's `rpy_deg` are roll, pitch and yaw about the FIXED parent axes, R = Rz(yaw) Ry(pitch)
+Rx(roll); with FLU axes a positive pitch turns the x axis towards -z, so a sensor looks down. A
+quaternion is (x, y, z, w), canonical with w >= 0, and rotates a child-frame vector into the parent
+frame (REP 103)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -40,3 +45,62 @@ def matrix_to_quaternion(m: np.ndarray) -> np.ndarray:
         q = ((m02 + m20) / s, (m12 + m21) / s, 0.25 * s, (m10 - m01) / s)
     k = (-1.0 if q[3] < 0.0 else 1.0) / math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
     return np.array([q[0] * k, q[1] * k, q[2] * k, q[3] * k])
+
+
+def rpy_deg_to_quaternion(rpy_deg: Sequence[float]) -> np.ndarray:
+    """Fixed-axis roll, pitch, yaw in degrees -> unit quaternion (x, y, z, w) with w >= 0.
+
+    The quaternion of R = Rz(yaw) Ry(pitch) Rx(roll), i.e. q = qz * qy * qx (Hamilton product).
+    The sign is canonical (w >= 0) so that the same mount always gives the same numbers.
+    """
+    if len(rpy_deg) != 3:
+        raise ValueError(f"rpy_deg needs 3 angles (roll, pitch, yaw), got {len(rpy_deg)}")
+    roll, pitch, yaw = (math.radians(float(a)) for a in rpy_deg)
+    if not all(math.isfinite(a) for a in (roll, pitch, yaw)):
+        raise ValueError(f"rpy_deg must be finite, got {tuple(rpy_deg)}")
+    cr, sr = math.cos(roll / 2.0), math.sin(roll / 2.0)
+    cp, sp = math.cos(pitch / 2.0), math.sin(pitch / 2.0)
+    cy, sy = math.cos(yaw / 2.0), math.sin(yaw / 2.0)
+    q = np.array([
+        sr * cp * cy - cr * sp * sy,
+        cr * sp * cy + sr * cp * sy,
+        cr * cp * sy - sr * sp * cy,
+        cr * cp * cy + sr * sp * sy,
+    ])
+    q /= np.linalg.norm(q)
+    if q[3] < 0.0:
+        q = -q
+    return q
+
+
+def quaternion_to_matrix(q_xyzw: Sequence[float]) -> np.ndarray:
+    """Quaternion (x, y, z, w) -> 3x3 rotation matrix (child -> parent). The quaternion is normalised."""
+    q = np.asarray(q_xyzw, dtype=np.float64)
+    if q.shape != (4,):
+        raise ValueError(f"quaternion needs 4 values (x, y, z, w), got shape {q.shape}")
+    norm = np.linalg.norm(q)
+    if not np.isfinite(norm) or norm == 0.0:
+        raise ValueError(f"quaternion {tuple(q)} has no rotation (zero or non-finite norm)")
+    x, y, z, w = q / norm
+    return np.array([
+        [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w)],
+        [2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w)],
+        [2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y)],
+    ])
+
+
+def quaternion_about_z(angle_rad: float) -> np.ndarray:
+    """(x, y, z, w) of a counter-clockwise rotation about z."""
+    return np.array([0.0, 0.0, math.sin(angle_rad / 2.0), math.cos(angle_rad / 2.0)])
+
+
+def quaternion_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a * b of (x, y, z, w) quaternions (apply b first, then a)."""
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array([
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+        aw * bw - ax * bx - ay * by - az * bz,
+    ])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from acres_sim.geometry import quaternion_to_matrix
+from acres_sim.rotations import quaternion_to_matrix
 
 # sensor_msgs/PointField datatypes -> numpy
 BEV_HALF_SPAN_M = 75.0  # the bird's-eye view shows this far around the middle of the drive

@@ -32,7 +32,7 @@ from acres_sim.convert import (
     stamp_to_sec_nanosec,
     stamp_to_time,
 )
-from acres_sim.geometry import rpy_deg_to_quaternion
+from acres_sim.rotations import rpy_deg_to_quaternion
 from acres_sim.protocol import (
     INS_FIELDS,
     INS_GEO_FIELDS,

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from pyproj import Proj
 
+from acres_sim.rotations import quaternion_about_z, quaternion_multiply
+
 # Indiana West (EPSG:2968 parameters), in metres instead of US survey feet.
 MAP_GRID_PROJ = ("+proj=tmerc +lat_0=37.5 +lon_0=-87.08333333333333 +k=0.999966667 "
                  "+x_0=900000 +y_0=250000 +ellps=GRS80 +units=m +no_defs")
@@ -49,23 +51,6 @@ ACRE_ORIGIN_HEIGHT_M = 181.3
 def utm_proj(zone: int) -> Proj:
     """UTM north on GRS80: with NAD83(2011) lat/lon this is EPSG:6345 for zone 16."""
     return Proj(f"+proj=utm +zone={zone} +ellps=GRS80 +units=m +no_defs")
-
-
-def quaternion_about_z(angle_rad: float) -> np.ndarray:
-    """(x, y, z, w) of a counter-clockwise rotation about z."""
-    return np.array([0.0, 0.0, math.sin(angle_rad / 2.0), math.cos(angle_rad / 2.0)])
-
-
-def quaternion_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product a * b of (x, y, z, w) quaternions (apply b first, then a)."""
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return np.array([
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    ])
 
 
 @dataclass(frozen=True)
