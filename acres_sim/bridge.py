@@ -29,7 +29,6 @@ from typing import Any
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -37,25 +36,21 @@ from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image, Imu, NavSatFix, PointCloud2
 from std_msgs.msg import UInt64
 from tf2_msgs.msg import TFMessage
 
 from acres_sim import dds, diagnostics
 from acres_sim.convert import FrameConverter, jpeg_unavailable
+from acres_sim.message_types import MESSAGE_TYPES
 from acres_sim.parameters import PARAMETERS, BridgeConfigError, config_from_values
 from acres_sim.protocol import FrameType, Hello
 from acres_sim.serialized_publisher import SerializedPublisher, wait_for_all_acked, why_gil_is_held
 from acres_sim.stats import SnapshotHistory, StatsSnapshot, StreamStats, type_name
-from acres_sim.stream import Frame, HandoffQueue, LatestSlot, StreamClient, StreamState
+from acres_sim.stream import Frame, HandoffQueue, LatestSlot, StreamClient
 from acres_sim.topics import expected_rates, topic_plan
 
 # ---------------------------------------------------------------------------------------------
 # The node
-
-MESSAGE_TYPES = {"PointCloud2": PointCloud2, "Image": Image, "CameraInfo": CameraInfo,
-                 "CompressedImage": CompressedImage, "NavSatFix": NavSatFix, "Imu": Imu,
-                 "Odometry": Odometry, "TFMessage": TFMessage}
 
 CLOCK_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
 TF_QOS = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
@@ -160,10 +155,6 @@ class SimBridge(Node):
         for worker in (self._worker, self._jpeg_worker):
             if worker.is_alive():
                 worker.join(0.5)
-
-    @property
-    def connection_state(self) -> StreamState:
-        return self._client.state
 
     # -- reader thread -----------------------------------------------------------------------
     def _on_frame(self, frame: Frame) -> None:

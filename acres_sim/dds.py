@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from acres_sim.share import ShareLookup, config_path, share_of
 
 OVERRIDE_VARIABLE = "ACRES_SIM_DDS_PROFILE"
 FASTDDS_VARIABLE = "FASTDDS_DEFAULT_PROFILES_FILE"  # Fast DDS 3.x
@@ -46,22 +48,10 @@ LARGE_SEGMENT_BYTES = 16 * 1024 * 1024
 _SEGMENT = re.compile(r"^/dev/shm/fast(?:rtps|dds)_[0-9a-f]{16}$")
 _LIBRARY = re.compile(r"/lib(fastrtps|fastdds)\.so\.(\d+(?:\.\d+)*)$")
 
-ShareLookup = Callable[[str], str]
-
-
-def _share_of(package: str, share_dir: ShareLookup | None) -> Path | None:
-    try:
-        if share_dir is None:
-            from ament_index_python.packages import get_package_share_directory
-            share_dir = get_package_share_directory
-        return Path(share_dir(package))
-    except (ImportError, LookupError, ValueError, OSError):  # not installed, or no ament index
-        return None
-
 
 def fast_dds_generation(share_dir: ShareLookup | None = None) -> int | None:
     """2 or 3: the Fast DDS that rmw_fastrtps is built on, from its package.xml; None if unknown."""
-    share = _share_of("rmw_fastrtps_shared_cpp", share_dir)
+    share = share_of("rmw_fastrtps_shared_cpp", share_dir)
     try:
         manifest = (share / "package.xml").read_text() if share is not None else ""
     except OSError:
@@ -76,17 +66,7 @@ def fast_dds_generation(share_dir: ShareLookup | None = None) -> int | None:
 def shipped_profile(generation: int = DEFAULT_GENERATION,
                     share_dir: ShareLookup | None = None) -> Path | None:
     """The shipped file for that Fast DDS generation."""
-    return shipped_file(GENERATIONS[generation][1], share_dir)
-
-
-def shipped_file(name: str, share_dir: ShareLookup | None = None) -> Path | None:
-    """config/<name> of the installed package, else of the source tree; None if neither has it."""
-    candidates = []
-    installed = _share_of("acres_sim", share_dir)
-    if installed is not None:
-        candidates.append(installed / "config" / name)
-    candidates.append(Path(__file__).resolve().parent.parent / "config" / name)
-    return next((path for path in candidates if path.is_file()), None)
+    return config_path(GENERATIONS[generation][1], share_dir)
 
 
 @dataclass(frozen=True)

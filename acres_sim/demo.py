@@ -24,23 +24,18 @@ from types import SimpleNamespace
 
 # topic (relative to the namespace unless absolute) -> (message type, frame type of its rate)
 TOPICS = (
-    ("/clock", "rosgraph_msgs.msg:Clock", "clock"),
-    ("lidar/points", "sensor_msgs.msg:PointCloud2", "lidar"),
-    ("camera/image_raw", "sensor_msgs.msg:Image", "camera"),
-    ("camera/camera_info", "sensor_msgs.msg:CameraInfo", "camera"),
-    ("ins/fix", "sensor_msgs.msg:NavSatFix", "ins"),
-    ("ins/imu", "sensor_msgs.msg:Imu", "ins"),
-    ("ins/odom", "nav_msgs.msg:Odometry", "ins"),
-    ("ground_truth/odom", "nav_msgs.msg:Odometry", "ins"),
-    ("/tf", "tf2_msgs.msg:TFMessage", "ins"),
+    ("/clock", "Clock", "clock"),
+    ("lidar/points", "PointCloud2", "lidar"),
+    ("camera/image_raw", "Image", "camera"),
+    ("camera/camera_info", "CameraInfo", "camera"),
+    ("ins/fix", "NavSatFix", "ins"),
+    ("ins/imu", "Imu", "ins"),
+    ("ins/odom", "Odometry", "ins"),
+    ("ground_truth/odom", "Odometry", "ins"),
+    ("/tf", "TFMessage", "ins"),
 )
 RATE_WINDOW_S = 2.0
 STARTUP_LIMIT_S = 120.0  # from start to the first cloud: fake_game builds its world in a few seconds
-
-
-def _message_type(spec: str):
-    module, name = spec.split(":")
-    return getattr(__import__(module, fromlist=[name]), name)
 
 
 class TopicMeter:
@@ -101,13 +96,15 @@ class Demo:
         self.clock_s = float("nan")
         from rclpy.qos import QoSProfile, ReliabilityPolicy
 
+        from acres_sim.message_types import message_type
+
         for topic, spec, _ in TOPICS:
             full = topic if topic.startswith("/") else f"{namespace}/{topic}"
             meter = self.meters.setdefault(topic, TopicMeter())
             best_effort = topic == "/clock"
             qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT if best_effort
                              else ReliabilityPolicy.RELIABLE)
-            node.create_subscription(_message_type(spec), full, lambda data, m=meter: m.add(len(data)),
+            node.create_subscription(message_type(spec), full, lambda data, m=meter: m.add(len(data)),
                                      qos, raw=True)
         from diagnostic_msgs.msg import DiagnosticArray
         from rosgraph_msgs.msg import Clock

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
-PACKAGE = "acres_sim"
+from acres_sim.share import SOURCE_CONFIG, config_path
+
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # a valid ROS namespace token and frame prefix
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
@@ -115,13 +115,6 @@ def plan_launch(agents: str = "polaris", ports: str = "5601", host: str = "127.0
 
 
 def config_file(name: str) -> str:
-    """config/<name> of the installed package (ament index), else of the source tree."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        path = Path(get_package_share_directory(PACKAGE)) / "config" / name
-        if path.is_file():
-            return str(path)
-    except (ImportError, LookupError, ValueError, OSError):
-        pass
-    return str(Path(__file__).resolve().parent.parent / "config" / name)
+    """config/<name> of the installed package, else of the source tree (the path even where it is
+    missing: launch then names the file it could not open)."""
+    return str(config_path(name) or SOURCE_CONFIG / name)

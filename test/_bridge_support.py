@@ -331,10 +331,6 @@ def start_bridge(port: int, domain_id: int, params: Iterable[str] = (), env_extr
     return Process(args, ros_env(domain_id, **(env_extra or {})))
 
 
-def fake_game_available() -> bool:
-    return (REPO / "acres_sim" / "fake_game" / "__main__.py").is_file()
-
-
 def start_fake_game(args: list[str], domain_id: int) -> Process:
     return Process([sys.executable, "-m", "acres_sim.fake_game", *args], ros_env(domain_id))
 

@@ -18,7 +18,6 @@ import pytest
 from _bridge_support import (
     Graph,
     RecordingProxy,
-    fake_game_available,
     free_port,
     start_bridge,
     start_fake_game,
@@ -34,9 +33,6 @@ from tf2_msgs.msg import TFMessage
 from acres_sim import protocol
 from acres_sim.convert import stamp_to_sec_nanosec
 from acres_sim.protocol import FrameType, Ins
-
-if not fake_game_available():
-    pytest.skip("acres_sim.fake_game is not there yet", allow_module_level=True)
 
 TF_STATIC_QOS = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                            reliability=ReliabilityPolicy.RELIABLE)

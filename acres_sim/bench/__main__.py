@@ -650,12 +650,12 @@ def measure_fake_game(seconds: float) -> dict[str, float]:
 def measure_remote_both(seconds: float, tmp: Path) -> dict[str, Any]:
     """The remote subscribers with their host's defaults, then with the shipped remote profile."""
     from acres_sim.bench.remote import REMOTE_PROFILE_NAME, HostsUnavailable, measure_remote
-    from acres_sim.dds import shipped_file
+    from acres_sim.share import config_path
 
     try:
         return {"defaults": measure_remote(seconds, tmp),
                 "remote_profile": measure_remote(seconds, tmp,
-                                                 remote_profile=str(shipped_file(REMOTE_PROFILE_NAME)))}
+                                                 remote_profile=str(config_path(REMOTE_PROFILE_NAME)))}
     except HostsUnavailable as exc:
         print(f"remote: skipped: {exc}", file=sys.stderr)
         return {"skipped": str(exc)}

@@ -1,20 +1,10 @@
-"""Message classes by the short type names of acres_sim.topics, and the topics of one bridge."""
+"""The topics of one bridge, as the benchmark's subscriber processes take them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-
-def message_type(name: str) -> Any:
-    from nav_msgs.msg import Odometry
-    from rosgraph_msgs.msg import Clock
-    from sensor_msgs.msg import CameraInfo, CompressedImage, Image, Imu, NavSatFix, PointCloud2
-    from std_msgs.msg import UInt64
-    from tf2_msgs.msg import TFMessage
-
-    return {"PointCloud2": PointCloud2, "Image": Image, "CameraInfo": CameraInfo,
-            "CompressedImage": CompressedImage, "NavSatFix": NavSatFix, "Imu": Imu,
-            "Odometry": Odometry, "TFMessage": TFMessage, "Clock": Clock, "UInt64": UInt64}[name]
+from acres_sim.message_types import message_type  # noqa: F401 -- for the bench processes
 
 
 def bridge_topics(hello: Any, namespace: str = "", clock: bool = True) -> list[list[str]]:

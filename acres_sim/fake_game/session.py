@@ -311,10 +311,6 @@ class Session:
     # -- requests (control channel) -----------------------------------------------------------
 
     @property
-    def step_count(self) -> int:
-        return self._step
-
-    @property
     def time_s(self) -> float:
         return world_time(self._step)
 
