@@ -1,16 +1,83 @@
 """sim_bridge parameters: one table (name, default, description) that the node declares,
 config/bridge.yaml documents and the README lists, and the checks that turn values into a
-BridgeConfig. ROS-free, so that the checks are tested without a graph.
+BridgeConfig, and the settings objects they make. A leaf (no other acres_sim import, no ROS), so that
+the checks are tested without a graph and every module can take its configuration from here.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from dataclasses import dataclass
 from typing import Any
 
-from acres_sim.convert import ConvertSettings
-from acres_sim.stream import NotLoopbackError, require_loopback
+
+class NotLoopbackError(ValueError):
+    """The host is not a loopback address."""
+
+
+def require_loopback(host: str) -> str:
+    """Return `host` when it names this computer's loopback (127.0.0.0/8, ::1, localhost)."""
+    name = host.strip()
+    if name.lower() == "localhost":
+        return name
+    try:
+        address = ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        raise NotLoopbackError(
+            f"host {host!r} is not a loopback address: the sensor stream is served on 127.0.0.1 "
+            "only (use 127.0.0.1, ::1 or localhost)") from None
+    mapped = getattr(address, "ipv4_mapped", None)
+    if not (address.is_loopback or (mapped is not None and mapped.is_loopback)):
+        raise NotLoopbackError(
+            f"host {host!r} is not a loopback address: the sensor stream is served on 127.0.0.1 "
+            "only (use 127.0.0.1, ::1 or localhost)")
+    return name
+
+
+TF_SOURCES = ("ins", "ground_truth", "none")
+LIDAR_FIELDS = ("xyzi", "xyzirt")
+LIDAR_STAMPS = ("end", "start")
+
+
+@dataclass(frozen=True)
+class ConvertSettings:
+    """What the bridge parameters change in the messages (README, parameters of sim_bridge).
+
+    The world and utm frames are NOT prefixed (they are shared by all agents); the vehicle frames
+    are. A variance of 0 means unknown (REP 145): the covariance is then all zero.
+    """
+
+    frame_prefix: str = ""
+    world_frame: str = "map"
+    utm_frame: str = "utm"
+    tf_source: str = "ins"  # ins | ground_truth | none
+    imu_orientation_variance: float = 0.0
+    imu_angular_velocity_variance: float = 0.0
+    imu_linear_acceleration_variance: float = 0.0
+    odom_orientation_variance: float = 0.0
+    odom_linear_velocity_variance: float = 0.0
+    odom_angular_velocity_variance: float = 0.0
+    lidar_fields: str = "xyzi"  # xyzi: the frame's bytes | xyzirt: + ring and per-point time
+    lidar_stamp: str = "end"  # end: the frame's stamp (end of sweep) | start: end - 1/lidar.hz
+
+    def __post_init__(self) -> None:
+        if self.tf_source not in TF_SOURCES:
+            raise ValueError(f"tf_source must be one of {', '.join(TF_SOURCES)}, got {self.tf_source!r}")
+        if self.lidar_fields not in LIDAR_FIELDS:
+            raise ValueError(f"lidar_fields must be xyzi or xyzirt, got {self.lidar_fields!r}")
+        if self.lidar_stamp not in LIDAR_STAMPS:
+            raise ValueError(f"lidar_stamp must be end or start, got {self.lidar_stamp!r}")
+        for name in ("world_frame", "utm_frame"):
+            if not getattr(self, name):
+                raise ValueError(f"{name} must not be empty")
+        for name in ("imu_orientation_variance", "imu_angular_velocity_variance",
+                     "imu_linear_acceleration_variance", "odom_orientation_variance",
+                     "odom_linear_velocity_variance", "odom_angular_velocity_variance"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0 (0 = unknown), got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,5 @@
 """Client side of the TSS1 sensor stream (ROS-free).
 
-- require_loopback: the game only listens on 127.0.0.1 and the data must not leave the computer.
 - FrameReader: reads whole frames from a connected socket, small frames in bulk through one
   reusable receive buffer; each large payload gets a bytearray of exactly its size (never grown
   by concatenation), or, for the types given room, that many bytes more around it, where a
@@ -16,7 +15,6 @@
 from __future__ import annotations
 
 import enum
-import ipaddress
 import logging
 import re
 import socket
@@ -28,6 +26,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from acres_sim import protocol
+from acres_sim.parameters import require_loopback
 from acres_sim.protocol import HEADER_SIZE, FrameHeader, FrameType, Payload, ProtocolError
 from acres_sim.stats import StreamStats, type_name
 
@@ -46,29 +45,6 @@ _DIGITS = re.compile(r"\d+")
 # frame type -> (bytes before, bytes after) its large payloads get in their buffer
 PayloadRoom = dict[int, tuple[int, int]]
 _NO_ROOM = (0, 0)
-
-
-class NotLoopbackError(ValueError):
-    """The host is not a loopback address."""
-
-
-def require_loopback(host: str) -> str:
-    """Return `host` when it names this computer's loopback (127.0.0.0/8, ::1, localhost)."""
-    name = host.strip()
-    if name.lower() == "localhost":
-        return name
-    try:
-        address = ipaddress.ip_address(name.strip("[]"))
-    except ValueError:
-        raise NotLoopbackError(
-            f"host {host!r} is not a loopback address: the sensor stream is served on 127.0.0.1 "
-            "only (use 127.0.0.1, ::1 or localhost)") from None
-    mapped = getattr(address, "ipv4_mapped", None)
-    if not (address.is_loopback or (mapped is not None and mapped.is_loopback)):
-        raise NotLoopbackError(
-            f"host {host!r} is not a loopback address: the sensor stream is served on 127.0.0.1 "
-            "only (use 127.0.0.1, ::1 or localhost)")
-    return name
 
 
 class StreamDesync(ProtocolError):

@@ -75,7 +75,8 @@ def main() -> None:
 
     # Run from a source checkout without installing: the package is the repository root.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from acres_sim.convert import ConvertSettings, FrameConverter
+    from acres_sim.convert import FrameConverter
+    from acres_sim.parameters import ConvertSettings
     from acres_sim.protocol import (
         FrameHeader,
         FrameType,

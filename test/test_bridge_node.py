@@ -12,11 +12,9 @@ import json
 import math
 import re
 import signal
-from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from _bridge_support import (
     GATE,
     Graph,
@@ -38,12 +36,11 @@ from std_msgs.msg import UInt64
 from tf2_msgs.msg import TFMessage
 
 from acres_sim import protocol
-from acres_sim.parameters import PARAMETERS, BridgeConfigError, config_from_values
+from acres_sim.parameters import config_from_values
 from acres_sim.topics import topic_plan
 from acres_sim.convert import stamp_to_sec_nanosec
 from acres_sim.protocol import FrameType, Ins
 
-REPO = Path(__file__).resolve().parent.parent
 TF_STATIC_QOS = QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                            reliability=ReliabilityPolicy.RELIABLE)
 CLOCK_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -51,59 +48,6 @@ CLOCK_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 def _stamp(msg_header) -> tuple[int, int]:
     return msg_header.stamp.sec, msg_header.stamp.nanosec
-
-
-# ---------------------------------------------------------------------------------------------
-# Parameters: declared once, documented in config/bridge.yaml, validated with clear messages
-
-
-def test_bridge_yaml_documents_every_parameter_with_its_default():
-    text = (REPO / "config" / "bridge.yaml").read_text()
-    doc = yaml.safe_load(text)
-    params = doc["/**"]["ros__parameters"]
-    assert set(params) == {p.name for p in PARAMETERS}
-    lines = text.splitlines()
-    for spec in PARAMETERS:
-        assert params[spec.name] == spec.default, spec.name
-        assert type(params[spec.name]) is type(spec.default), spec.name
-        at = next(i for i, line in enumerate(lines) if line.strip().startswith(spec.name + ":"))
-        assert lines[at - 1].strip().startswith("#"), f"{spec.name} has no comment"
-        assert spec.description
-
-
-def test_parameter_table_has_the_interface_parameters():
-    names = {p.name for p in PARAMETERS}
-    assert names == {
-        "host", "port", "frame_prefix", "world_frame", "utm_frame", "publish_clock", "tf_source",
-        "lidar_fields", "lidar_stamp",
-        "publish_ground_truth", "qos_reliability", "qos_depth", "reconnect_min_s", "reconnect_max_s",
-        "max_payload_bytes", "stats_period_s", "jpeg_quality", "imu_orientation_variance",
-        "imu_angular_velocity_variance",
-        "imu_linear_acceleration_variance", "odom_orientation_variance", "odom_linear_velocity_variance",
-        "odom_angular_velocity_variance"}
-    defaults = {p.name: p.default for p in PARAMETERS}
-    assert defaults["max_payload_bytes"] == 64 * 1024 * 1024 and defaults["stats_period_s"] == 10
-
-
-@pytest.mark.parametrize("values,message", [
-    ({"host": "10.0.0.7"}, "not a loopback address"),
-    ({"port": 0}, "port"),
-    ({"tf_source": "gps"}, "tf_source"),
-    ({"qos_reliability": "sometimes"}, "qos_reliability"),
-    ({"qos_depth": 0}, "qos_depth"),
-    ({"reconnect_min_s": 3.0, "reconnect_max_s": 1.0}, "reconnect"),
-    ({"imu_orientation_variance": -1.0}, "imu_orientation_variance"),
-    ({"world_frame": ""}, "world_frame"),
-    ({"jpeg_quality": 0}, "jpeg_quality must be 1..100"),
-])
-def test_bad_parameter_values_are_refused(values, message):
-    with pytest.raises(BridgeConfigError, match=message):
-        config_from_values(values)
-
-
-def test_integer_values_are_accepted_for_float_parameters():
-    cfg = config_from_values({"stats_period_s": 5, "reconnect_max_s": 2, "odom_orientation_variance": 1})
-    assert cfg.stats_period_s == 5.0 and isinstance(cfg.stats_period_s, float)
 
 
 def test_topic_plan_follows_the_hello():

@@ -26,13 +26,12 @@ from tf2_msgs.msg import TFMessage
 
 from page_examples import POLARIS_HELLO_JSON
 from acres_sim.convert import (
-    ConvertSettings,
     FrameConverter,
     InsMessages,
     stamp_to_sec_nanosec,
     stamp_to_time,
 )
-from acres_sim.rotations import rpy_deg_to_quaternion
+from acres_sim.parameters import ConvertSettings
 from acres_sim.protocol import (
     INS_FIELDS,
     INS_GEO_FIELDS,
@@ -47,6 +46,7 @@ from acres_sim.protocol import (
     encode_lidar,
     parse_hello,
 )
+from acres_sim.rotations import rpy_deg_to_quaternion
 
 # A Maxxum-like Hello: LiDAR 180 x 8, no camera, INS at base_footprint.
 MAXXUM_LIKE_HELLO_JSON = b"""{

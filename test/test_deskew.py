@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 from page_examples import POLARIS_HELLO_JSON
 
-from acres_sim.convert import ConvertSettings, FrameConverter
+from acres_sim.convert import FrameConverter
 from acres_sim.fake_game.materials import MAT
 from acres_sim.fake_game.route import LoopRoute
 from acres_sim.fake_game.scene import Box, Scene
 from acres_sim.fake_game.sensors import LidarModel, Pose
 from acres_sim.fake_game.vehicles import lidar_elevations_deg
+from acres_sim.parameters import ConvertSettings
 from acres_sim.protocol import (
     FrameHeader,
     FrameType,

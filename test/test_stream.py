@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from acres_sim import protocol
 from acres_sim.protocol import FrameType, ProtocolError
 from acres_sim.stats import StreamStats
+from acres_sim.parameters import NotLoopbackError
 from acres_sim.stream import (
     Backoff,
     Frame,
@@ -28,31 +29,12 @@ from acres_sim.stream import (
     HandoffQueue,
     LatestSlot,
     LogLimiter,
-    NotLoopbackError,
     StreamClient,
     StreamDesync,
     StreamState,
-    require_loopback,
 )
 
 HELLO = protocol.encode_hello(protocol.parse_hello(json.dumps(small_hello_json()).encode()))
-
-
-# ---------------------------------------------------------------------------------------------
-# require_loopback
-
-
-@pytest.mark.parametrize("host", ["127.0.0.1", "127.1.2.3", "::1", "localhost", "LOCALHOST", "[::1]",
-                                  "::ffff:127.0.0.1"])
-def test_loopback_hosts_are_accepted(host):
-    assert require_loopback(host) == host.strip()
-
-
-@pytest.mark.parametrize("host", ["0.0.0.0", "10.0.0.1", "192.168.1.5", "example.com", "::", "",
-                                  "128.0.0.1", "fe80::1"])
-def test_other_hosts_are_refused_with_a_clear_message(host):
-    with pytest.raises(NotLoopbackError, match="not a loopback address"):
-        require_loopback(host)
 
 
 def test_stream_client_refuses_a_remote_host():

@@ -355,7 +355,8 @@ def measure_throughput(period: Period, tmp: Path, raw_s: float, ingest_s: float,
 
 
 def measure_convert(period: Period, repeats: int = 200) -> dict[str, float]:
-    from acres_sim.convert import ConvertSettings, FrameConverter
+    from acres_sim.convert import FrameConverter
+    from acres_sim.parameters import ConvertSettings
     from acres_sim.protocol import decode_payload
 
     kind, stamp, payload = next(f for f in period.frames if f[0] == FrameType.LIDAR)

@@ -52,7 +52,8 @@ class PrebuiltMessages:
         from acres_sim.bench.messages import message_type
         from acres_sim.bench.workload import polaris_period
         from acres_sim.bridge import CLOCK_QOS, TF_QOS
-        from acres_sim.convert import ConvertSettings, FrameConverter, stamp_to_sec_nanosec
+        from acres_sim.convert import FrameConverter, stamp_to_sec_nanosec
+        from acres_sim.parameters import ConvertSettings
         from acres_sim.serialized_publisher import SerializedPublisher
 
         self.period = polaris_period()
