@@ -288,6 +288,10 @@ class SimBridge(Node):
             return
         converter = FrameConverter(hello, self.settings)  # raises on a Hello with a broken frame tree
         plan = topic_plan(hello, self.config, jpeg=self._jpeg_unavailable is None)
+        # Publishers are made and destroyed here, on the reader thread, while the executor spins the
+        # node: the executor never touches publishers (no callbacks of theirs but QoS events), and
+        # rclpy destroys a handle only once no thread holds it (the serialized publisher holds it
+        # for each rcl call). test_hellos_that_change_the_publishers_while_subscribers_come_and_go.
         for topic in [t for t in self._data_pubs if t not in plan]:
             self.destroy_publisher(self._data_pubs.pop(topic).publisher)
         for topic, (type_name_, qos_kind) in plan.items():

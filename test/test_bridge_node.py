@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 import math
 import re
 import signal
@@ -405,3 +406,49 @@ def test_xyzirt_clouds_through_the_bridge():
         ("x", 0, 7), ("y", 4, 7), ("z", 8, 7), ("intensity", 12, 7), ("ring", 16, 4), ("time", 20, 7)]
     assert (msg.height, msg.width, msg.point_step, msg.row_step) == (16, 4, 24, 96)
     assert _stamp(msg.header) == stamp_to_sec_nanosec(2.5 - 0.1)  # lidar.hz 10: the start of the sweep
+
+
+def test_hellos_that_change_the_publishers_while_subscribers_come_and_go():
+    """Publishers are created and destroyed on the reader thread (a Hello that enables or disables
+    the camera) while the executor thread spins the same node and subscriptions to those topics
+    appear and vanish. 30 connections alternate the two Hellos; the bridge must live through them
+    without a crash or a traceback, and the last Hello's data must then arrive on every topic."""
+    with_camera, without_camera = small_hello_json(), small_hello_json(camera=False)
+    hellos = [frame(FrameType.HELLO, 0, 0.0, protocol.encode_hello(protocol.parse_hello(
+        json.dumps(doc).encode()))) for doc in (with_camera, without_camera)]
+    camera = with_camera["camera"]
+    image = protocol.encode_camera(np.zeros((camera["height"], camera["width"], 3), np.uint8))
+
+    def session(k: int) -> list:
+        epoch = frame(FrameType.INS, 1, k + 0.01, protocol.encode_ins(ins_values(k + 0.01)))
+        if k % 2:
+            return [hellos[1], epoch]
+        return [hellos[0], epoch, frame(FrameType.CAMERA, 2, k + 0.01, image)]
+
+    connections = 30
+    final = [hellos[0], GATE] + [frame(FrameType.CAMERA, 3 + i, 100.0 + i / 10, image) for i in range(5)]
+    srv = ScriptedServer([session(k) for k in range(connections)] + [final], hold=False)
+    graph = Graph(149)
+    bridge = start_bridge(srv.port, 149, ["reconnect_min_s:=0.1", "reconnect_max_s:=0.1"])
+    try:
+        deadline = time.monotonic() + 90
+        churn = 0
+        while srv.connections <= connections and time.monotonic() < deadline:
+            sub = graph.node.create_subscription(Image, "camera/image_raw", lambda _m: None, 5)
+            graph.spin_for(0.05)
+            graph.node.destroy_subscription(sub)
+            churn += 1
+        assert srv.connections > connections, f"{srv.connections} connections in 90 s"
+        images = graph.subscribe(Image, "camera/image_raw")
+        graph.wait_matched(["camera/image_raw"], 30)
+        srv.gate.set()
+        graph.spin_until(lambda: len(images) >= 1, 20, "an image after the churn")
+        alive = bridge.proc.poll() is None
+    finally:
+        code = bridge.stop()
+        graph.close()
+        srv.close()
+    out = bridge.output()
+    assert alive and code == 0, out[-3000:]
+    assert "Traceback" not in out and "rror" not in out.replace("bad frames", ""), out[-3000:]
+    assert churn > 10 and out.count("new Hello") >= connections // 2
