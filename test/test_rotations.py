@@ -138,4 +138,3 @@ def test_quaternion_about_z_and_the_product_compose_as_matrices():
     a, b = quaternion_about_z(0.3), rpy_deg_to_quaternion((10.0, -20.0, 30.0))
     np.testing.assert_allclose(quaternion_to_matrix(quaternion_multiply(a, b)),
                                _rz(0.3) @ quaternion_to_matrix(b), atol=1e-14)
-    np.testing.assert_allclose(quaternion_multiply(a, b), _hamilton(a, b), atol=0)
