@@ -37,7 +37,7 @@ demo: build
 
 # One run, side by side: the figures of the performance targets (table on stdout, JSON in build/).
 bench: build
-	@$(ENV) && source install/setup.bash && python -m acres_sim.bench --json build/bench.json $(BENCH_ARGS)
+	@$(ENV) && source install/setup.bash && python -m benchmark --json build/bench.json $(BENCH_ARGS)
 
 bench-detail: build
 	@$(ENV) && source install/setup.bash && for b in benchmark/bench_*.py; do echo "== $$b"; python "$$b" || exit 1; done

@@ -7,7 +7,8 @@ PACKAGE = "acres_sim"
 setup(
     name=PACKAGE,
     version="0.1.0",
-    packages=find_packages(exclude=["test", "test.*"]),
+    # the benchmark (benchmark/, make bench) is not installed
+    packages=find_packages(exclude=["test", "test.*", "benchmark", "benchmark.*"]),
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),

@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))
 
 from acres_sim.protocol import HEADER_SIZE, FrameType, parse_header  # noqa: E402, RUF100
 
-from acres_sim.bench.workload import process_cpu_s  # noqa: E402, RUF100
+from benchmark.workload import process_cpu_s  # noqa: E402, RUF100
 
 
 class Reader(threading.Thread):

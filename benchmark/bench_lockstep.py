@@ -26,7 +26,7 @@ from _bridge_support import Graph, ins_values, start_bridge  # noqa: E402
 from page_examples import POLARIS_HELLO_JSON  # noqa: E402
 
 from acres_sim import protocol  # noqa: E402
-from acres_sim.bench.workload import process_cpu_s  # noqa: E402
+from benchmark.workload import process_cpu_s  # noqa: E402
 from acres_sim.protocol import FrameType  # noqa: E402
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from page_examples import POLARIS_HELLO_JSON
 
 from acres_sim import protocol
-from acres_sim.bench.workload import process_cpu_s
+from benchmark.workload import process_cpu_s
 from acres_sim.convert import stamp_to_sec_nanosec
 from acres_sim.protocol import FrameHeader, FrameType
 

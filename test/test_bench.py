@@ -1,20 +1,23 @@
 """The benchmark's own parts: the served stream is valid to the letter, the latency bookkeeping
-counts what it should, and `python3 -m acres_sim.bench` runs and writes its figures."""
+counts what it should, and `python3 -m benchmark` runs and writes its figures."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from acres_sim import protocol
-from acres_sim.bench.__main__ import latencies, summary
-from acres_sim.bench.workload import Period, ReplayServer, polaris_period, process_cpu_s
 from acres_sim.convert import stamp_to_sec_nanosec
 from acres_sim.protocol import FrameType
 from acres_sim.stream import FrameReader, connect
+from benchmark.__main__ import latencies, summary
+from benchmark.workload import Period, ReplayServer, polaris_period, process_cpu_s
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -98,16 +101,16 @@ def test_process_cpu_counts_all_threads():
 
 def test_bench_runs_and_writes_its_figures(tmp_path):
     out = tmp_path / "bench.json"
-    run = subprocess.run([sys.executable, "-m", "acres_sim.bench", "--only", "raw,convert",
+    run = subprocess.run([sys.executable, "-m", "benchmark", "--only", "raw,convert",
                           "--seconds", "0.5", "--json", str(out)], capture_output=True, text=True,
-                         timeout=120)
+                         timeout=120, cwd=REPO)
     assert run.returncode == 0, run.stderr
     figures = json.loads(out.read_text())
     assert figures["raw"]["mb_per_s"] > 0  # the figure itself is make bench's
     assert 0 < figures["convert"]["xyzi_ms"] and 0 < figures["convert"]["xyzirt_ms"]
     assert "raw reader" in run.stdout
-    bad = subprocess.run([sys.executable, "-m", "acres_sim.bench", "--only", "nonsense"],
-                         capture_output=True, text=True, timeout=60)
+    bad = subprocess.run([sys.executable, "-m", "benchmark", "--only", "nonsense"],
+                         capture_output=True, text=True, timeout=60, cwd=REPO)
     assert bad.returncode == 2 and "unknown measurement" in bad.stderr
 
 
@@ -116,8 +119,8 @@ def test_raw_subscriber_reads_the_stamps_the_messages_carry():
     bench subscribes to, with frame names of every length modulo 4 (CDR string alignment)."""
     from rclpy.serialization import serialize_message
 
-    from acres_sim.bench.messages import bridge_topics, message_type
-    from acres_sim.bench.subscriber import _stamp_of, raw_child_frame, raw_stamp_of
+    from benchmark.messages import bridge_topics, message_type
+    from benchmark.subscriber import _stamp_of, raw_child_frame, raw_stamp_of
 
     types = {type_name for _topic, type_name, _kind in bridge_topics(polaris_period().hello)} | {"UInt64"}
     assert {"Clock", "TFMessage", "PointCloud2", "Image", "Imu", "NavSatFix", "Odometry"} <= types
@@ -148,8 +151,8 @@ def test_floor_publishes_every_topic_with_the_stamps_it_logs(tmp_path):
     """The no-op publisher (the floor) to a real subscriber process, as the bench runs it: every
     group arrives under the stamps the publisher logged, the INS ones too, whose serialized bytes
     get their stamp written in at its offset for every send."""
-    from acres_sim.bench.__main__ import _polaris_floor
-    from acres_sim.bench.messages import bridge_topics
+    from benchmark.__main__ import _polaris_floor
+    from benchmark.messages import bridge_topics
 
     _cpu, groups = _polaris_floor(bridge_topics(polaris_period(renders=1).hello), 2.0, tmp_path)
     for name, group in groups.items():
@@ -161,7 +164,7 @@ def test_floor_publishes_every_topic_with_the_stamps_it_logs(tmp_path):
 def test_agents_run_bridges_then_their_floor_with_the_topics_and_frames_of_each_agent(tmp_path):
     """Two agents as the launch file runs them, bridges and then no-op publishers: each agent's
     groups arrive under its own namespace and frame prefix, /clock from the first agent only."""
-    from acres_sim.bench.__main__ import measure_agents
+    from benchmark.__main__ import measure_agents
 
     result = measure_agents(polaris_period(renders=1), 2.0, tmp_path, count=2)
     for who in (result, result["floor"]):
@@ -181,8 +184,8 @@ def test_forwarder_publishes_each_frame_it_reads_with_that_frame_s_stamp(tmp_pat
     subscriber process, as the bench runs it: every group of the paced stream arrives under the
     stamps the replay server sent, so its latencies are measured from the same publish times as
     the bridge's; flat out it reports what it drained."""
-    from acres_sim.bench.__main__ import _polaris_served, measure_forwarder_flat_out
-    from acres_sim.bench.messages import bridge_topics
+    from benchmark.__main__ import _polaris_served, measure_forwarder_flat_out
+    from benchmark.messages import bridge_topics
 
     period = polaris_period(renders=1)
     _cpu, groups = _polaris_served(period, bridge_topics(period.hello), 2.0, tmp_path, "forwarder")

@@ -2,7 +2,7 @@
 to the bridge's host by a 1 Gbit/s link, receive at least 99 % of the clouds, images and INS that
 a local subscriber receives, when that host loads config/fastdds_remote_host.xml.
 
-Both hosts are network namespaces this test creates (acres_sim.bench.remote.TestHosts), the
+Both hosts are network namespaces this test creates (benchmark.remote.TestHosts), the
 remote one with a /dev/shm and a machine id of its own, so it shares no memory with the bridge;
 nothing is routed out of them. Skipped, with the reason, where namespaces cannot be created (not
 root, no iproute2). ROS_DOMAIN_ID 198 (inside the namespaces).
@@ -20,7 +20,7 @@ REMOTE_PROFILE = REPO / "config" / "fastdds_remote_host.xml"
 
 def test_remote_reliable_and_best_effort_subscribers_receive_what_a_local_one_does(tmp_path):
     pytest.importorskip("rclpy", reason="rclpy is needed")
-    from acres_sim.bench.remote import HostsUnavailable, TestHosts, measure_remote
+    from benchmark.remote import HostsUnavailable, TestHosts, measure_remote
 
     try:
         with TestHosts(tag=f"acrt{__import__('os').getpid() % 10000}"):

@@ -1,4 +1,4 @@
-"""One user on every topic: `python3 -m acres_sim.bench.subscriber SPEC OUT [raw] [best_effort]`.
+"""One user on every topic: `python3 -m benchmark.subscriber SPEC OUT [raw] [best_effort]`.
 
 SPEC is JSON: [[topic, message type name, qos kind], ...] with qos kind "sensor" (reliable, depth 5,
 as the bridge's default), "tf" (reliable, depth 100) or "clock" (best effort, depth 1). Each
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-    from acres_sim.bench.messages import message_type
+    from benchmark.messages import message_type
 
     spec, out = json.loads(argv[0]), argv[1]
     raw, best_effort = "raw" in argv[2:], "best_effort" in argv[2:]

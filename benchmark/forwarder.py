@@ -1,4 +1,4 @@
-"""The socket's and the middleware's cost together: `python3 -m acres_sim.bench.forwarder SPEC PORT`.
+"""The socket's and the middleware's cost together: `python3 -m benchmark.forwarder SPEC PORT`.
 
 A bridge that converts nothing: the optimal reader (workload.FrameDrain) takes each frame of the
 benchmark's stream from PORT, and the no-op publisher's messages for that frame type, built once in
@@ -20,8 +20,8 @@ def main(argv: list[str]) -> int:
     from acres_sim import dds
 
     dds.apply_profile()  # the bridge's own profile, before rclpy creates the participant
-    from acres_sim.bench.noop import MbpsReport, PrebuiltMessages, stop_on_signals
-    from acres_sim.bench.workload import connect_drain
+    from benchmark.noop import MbpsReport, PrebuiltMessages, stop_on_signals
+    from benchmark.workload import connect_drain
 
     spec, port = json.loads(argv[0]), int(argv[1])
     stop = stop_on_signals()

@@ -1,4 +1,4 @@
-"""The middleware's own cost: `python3 -m acres_sim.bench.noop SPEC OUT [RATE [NAMESPACE PREFIX]]`.
+"""The middleware's own cost: `python3 -m benchmark.noop SPEC OUT [RATE [NAMESPACE PREFIX]]`.
 
 Publishes the messages the bridge would publish for the benchmark's Polaris stream, built once in
 advance (same topics, QoS, sizes, Fast DDS profile; what the bridge publishes as CDR as the same
@@ -49,8 +49,8 @@ class PrebuiltMessages:
         import rclpy
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-        from acres_sim.bench.messages import message_type
-        from acres_sim.bench.workload import polaris_period
+        from benchmark.messages import message_type
+        from benchmark.workload import polaris_period
         from acres_sim.bridge import CLOCK_QOS, TF_QOS
         from acres_sim.convert import FrameConverter, stamp_to_sec_nanosec
         from acres_sim.parameters import ConvertSettings

@@ -1,4 +1,4 @@
-"""The socket's own cost: `python3 -m acres_sim.bench.rawreader PORT WARMUP_S SECONDS`.
+"""The socket's own cost: `python3 -m benchmark.rawreader PORT WARMUP_S SECONDS`.
 
 An optimal client of the paced stream (workload.FrameDrain: recv_into with MSG_WAITALL into
 reusable buffers, nothing else): the latency from each frame's publish time (its header,
@@ -12,7 +12,7 @@ import json
 import sys
 import time
 
-from acres_sim.bench.workload import connect_drain
+from benchmark.workload import connect_drain
 
 
 def main(argv: list[str]) -> int:

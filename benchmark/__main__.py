@@ -1,4 +1,4 @@
-"""`python3 -m acres_sim.bench [--seconds 10] [--json FILE] [--only a,b] [--raw-subscriber]`: every
+"""`python3 -m benchmark [--seconds 10] [--json FILE] [--only a,b] [--raw-subscriber]`: every
 figure of the performance targets, measured side by side in one run; prints one table and writes
 JSON. --raw-subscriber: the subscriber processes take serialized messages (no Python message built).
 
@@ -21,7 +21,7 @@ Measurements (names for --only):
   remote    a reliable and a best-effort subscriber on a second host (a network namespace joined
             by a 1 Gbit/s veth; needs root) beside the same pair on the bridge's host: the share
             of the local subscriber's messages each gets, and latencies, with the remote host's
-            defaults and with config/fastdds_remote_host.xml (acres_sim.bench.remote)
+            defaults and with config/fastdds_remote_host.xml (benchmark.remote)
 Ratios are what the targets are about: absolute figures drift with the machine's load.
 """
 
@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from acres_sim.dds import shipped_environment
-from acres_sim.bench.workload import (
+from benchmark.workload import (
     Period,
     ReplayServer,
     connect_drain,
@@ -135,9 +135,15 @@ class Proc:
 _DOMAINS = iter(range(100 + os.getpid() % 50 * 2, 232))
 
 
+REPO = Path(__file__).resolve().parent.parent
+
+
 def ros_env(domain: int) -> dict[str, str]:
+    """This environment on an isolated graph; the child processes find the benchmark package (it is
+    not installed) through PYTHONPATH."""
     env = dict(os.environ)
-    env.update(ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
+    env.update(ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")])))
     return env
 
 
@@ -292,10 +298,10 @@ def _mb_per_s(proc: Proc, seconds: float) -> float:
 def measure_floor_flat_out(period: Period, seconds: float, tmp: Path) -> dict[str, float]:
     """The no-op publisher (pre-built messages) publishing the stream as fast as it can, no
     subscriber: the middleware's own limit for what `ingest` measures."""
-    from acres_sim.bench.messages import bridge_topics
+    from benchmark.messages import bridge_topics
 
-    noop = start_module("acres_sim.bench.noop", [json.dumps(bridge_topics(period.hello)),
-                                                 str(tmp / "noop_flat.json"), "0"], next(_DOMAINS))
+    noop = start_module("benchmark.noop", [json.dumps(bridge_topics(period.hello)),
+                                           str(tmp / "noop_flat.json"), "0"], next(_DOMAINS))
     try:
         return {"mb_per_s": _mb_per_s(noop, seconds)}
     finally:
@@ -305,11 +311,11 @@ def measure_floor_flat_out(period: Period, seconds: float, tmp: Path) -> dict[st
 def measure_forwarder_flat_out(period: Period, seconds: float) -> dict[str, float]:
     """The forwarder (optimal reader + pre-built messages) draining the stream flat out, no
     subscriber: the socket's and the middleware's limit together for what `ingest` measures."""
-    from acres_sim.bench.messages import bridge_topics
+    from benchmark.messages import bridge_topics
 
     server = ReplayServer(period, rate=0).start()
-    forwarder = start_module("acres_sim.bench.forwarder", [json.dumps(bridge_topics(period.hello)),
-                                                           str(server.port)], next(_DOMAINS))
+    forwarder = start_module("benchmark.forwarder", [json.dumps(bridge_topics(period.hello)),
+                                                     str(server.port)], next(_DOMAINS))
     try:
         return {"mb_per_s": _mb_per_s(forwarder, seconds)}
     finally:
@@ -381,7 +387,7 @@ SUBSCRIBER_MODE: list[str] = []
 def _run_subscriber(spec: list[list[str]], domain: int, tmp: Path, name: str,
                     profile: bool = False) -> tuple[Proc, Path]:
     out = tmp / f"{name}.json"
-    return start_module("acres_sim.bench.subscriber", [json.dumps(spec), str(out), *SUBSCRIBER_MODE],
+    return start_module("benchmark.subscriber", [json.dumps(spec), str(out), *SUBSCRIBER_MODE],
                         domain, profile), out
 
 
@@ -409,7 +415,7 @@ def _polaris_served(period: Period, spec: list[list[str]], seconds: float, tmp: 
     server = ReplayServer(period, rate=1.0).start()
     subscriber, sub_out = _run_subscriber(spec, domain, tmp, who)
     reader = (start_bridge(server.port, domain) if who == "bridge" else
-              start_module("acres_sim.bench.forwarder", [json.dumps(spec), str(server.port)], domain))
+              start_module("benchmark.forwarder", [json.dumps(spec), str(server.port)], domain))
     try:
         cpu_pct, start, end = _measured(subscriber, [reader.pid], seconds)
     finally:
@@ -423,7 +429,7 @@ def _polaris_floor(spec: list[list[str]], seconds: float, tmp: Path) -> tuple[fl
     domain = next(_DOMAINS)
     subscriber, sub_out = _run_subscriber(spec, domain, tmp, "floor")
     noop_out = tmp / "noop.json"
-    noop = start_module("acres_sim.bench.noop", [json.dumps(spec), str(noop_out)], domain)
+    noop = start_module("benchmark.noop", [json.dumps(spec), str(noop_out)], domain)
     try:
         cpu_pct, start, end = _measured(subscriber, [noop.pid], seconds)
     finally:
@@ -434,7 +440,7 @@ def _polaris_floor(spec: list[list[str]], seconds: float, tmp: Path) -> tuple[fl
 
 def _polaris_transport(period: Period, seconds: float) -> tuple[float, dict[str, list[float]]]:
     server = ReplayServer(period, rate=1.0).start()
-    reader = start_module("acres_sim.bench.rawreader", [str(server.port), "2.0", str(seconds)],
+    reader = start_module("benchmark.rawreader", [str(server.port), "2.0", str(seconds)],
                           next(_DOMAINS))
     try:
         run = json.loads(reader.wait_line(lambda s: s.startswith("{"), seconds + 60))
@@ -448,7 +454,7 @@ def _polaris_transport(period: Period, seconds: float) -> tuple[float, dict[str,
 def measure_polaris(period: Period, seconds: float, tmp: Path, repeats: int = 2) -> dict[str, Any]:
     """Transport floor, bridge, no-op publisher and forwarder, interleaved `repeats` times (the
     machine's load drifts; interleaving spreads it over all four), latencies pooled, CPU averaged."""
-    from acres_sim.bench.messages import bridge_topics
+    from benchmark.messages import bridge_topics
 
     spec = bridge_topics(period.hello)
     cpu: dict[str, list[float]] = {"bridge": [], "floor": [], "forwarder": [], "transport": []}
@@ -516,7 +522,7 @@ def measure_agents(period: Period, seconds: float, tmp: Path, count: int = 4) ->
     """`count` bridges as the launch file runs them, each on a replay server, then `count` no-op
     publishers with the same topics and frames (the floor of that many agents), each time with one
     subscriber process on every topic: what is lost with no bridge at all is the subscriber's."""
-    from acres_sim.bench.messages import bridge_topics
+    from benchmark.messages import bridge_topics
     from acres_sim.launch_plan import plan_launch
 
     servers = [ReplayServer(period, rate=1.0) for _ in range(count)]
@@ -542,8 +548,8 @@ def measure_agents(period: Period, seconds: float, tmp: Path, count: int = 4) ->
         started = []
         for i, (plan, own) in enumerate(zip(plans, specs)):
             out = tmp / f"noop_agent{i}.json"
-            noop = start_module("acres_sim.bench.noop", [json.dumps(own), str(out), "1", plan.namespace,
-                                                         plan.frame_prefix], domain)
+            noop = start_module("benchmark.noop", [json.dumps(own), str(out), "1", plan.namespace,
+                                                   plan.frame_prefix], domain)
             started.append((noop, lambda out=out: json.loads(out.read_text())))
         return started
 
@@ -561,7 +567,7 @@ def measure_lockstep(tmp: Path, requests: int, profile: bool = False) -> dict[st
     """Learner steps/s through sim/barrier vs waiting for the control reply only, the same fake
     game (lockstep, --cached: the world is cheap, so the bridge's share shows), bridge and
     subscriber. With `profile`, the subscriber and the learner load that Fast DDS file."""
-    from acres_sim.bench.messages import bridge_topics
+    from benchmark.messages import bridge_topics
     from acres_sim.fake_game.vehicles import vehicle_hello
 
     domain = next(_DOMAINS)
@@ -579,7 +585,7 @@ def measure_lockstep(tmp: Path, requests: int, profile: bool = False) -> dict[st
             _ready(subscriber)
             results: dict[str, list[dict]] = {}
             for mode in ("ros", "control", "ros", "control"):  # interleaved: load drifts
-                learner = start_module("acres_sim.bench.learner", [str(control), str(requests), mode],
+                learner = start_module("benchmark.learner", [str(control), str(requests), mode],
                                        domain, profile)
                 line = learner.wait_line(lambda s: s.startswith("{"), 120)
                 try:  # it leaves the graph by itself: interrupted, its reader would stay matched
@@ -650,7 +656,7 @@ def measure_fake_game(seconds: float) -> dict[str, float]:
 
 def measure_remote_both(seconds: float, tmp: Path) -> dict[str, Any]:
     """The remote subscribers with their host's defaults, then with the shipped remote profile."""
-    from acres_sim.bench.remote import REMOTE_PROFILE_NAME, HostsUnavailable, measure_remote
+    from benchmark.remote import REMOTE_PROFILE_NAME, HostsUnavailable, measure_remote
     from acres_sim.share import config_path
 
     try:
@@ -830,7 +836,7 @@ def machine() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m acres_sim.bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python3 -m benchmark", description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="length of each measured window")
     parser.add_argument("--json", default="acres_sim_bench.json", help="where to write the figures")
     parser.add_argument("--only", default=",".join(MEASUREMENTS),

@@ -1,6 +1,6 @@
-"""The paced Polaris stream as a process of its own: `python3 -m acres_sim.bench.replay OUT`.
+"""The paced Polaris stream as a process of its own: `python3 -m benchmark.replay OUT`.
 
-ReplayServer (acres_sim.bench.workload) on 127.0.0.1 for one client, in whatever network namespace
+ReplayServer (benchmark.workload) on 127.0.0.1 for one client, in whatever network namespace
 the process is started in (the remote-subscriber measurement runs it on its own test host). Prints
 `PORT <n>` once listening; on SIGINT or SIGTERM writes OUT: [[frame type, stamp, publish time
 (CLOCK_MONOTONIC, s)], ...], the log the latencies are measured from.
@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 
-from acres_sim.bench.workload import ReplayServer, polaris_period
+from benchmark.workload import ReplayServer, polaris_period
 
 
 def main(argv: list[str]) -> int:

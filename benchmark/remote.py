@@ -1,6 +1,6 @@
 """Subscribers on another machine, simulated: two network namespaces joined by a veth pair.
 
-The robot host runs the paced Polaris stream (acres_sim.bench.replay), sim_bridge and two local
+The robot host runs the paced Polaris stream (benchmark.replay), sim_bridge and two local
 subscribers; the remote host runs two subscribers that, like any other machine, share no memory
 with the bridge: their processes get a /dev/shm of their own and another /etc/machine-id (from
 which Fast DDS tells hosts apart), so they receive over UDPv4 only. One subscriber of each pair is
@@ -26,9 +26,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from acres_sim.bench.__main__ import GROUPS, Proc, latencies, summary
-from acres_sim.bench.messages import bridge_topics
-from acres_sim.bench.workload import polaris_period
+from benchmark.__main__ import GROUPS, Proc, latencies, ros_env, summary
+from benchmark.messages import bridge_topics
+from benchmark.workload import polaris_period
 
 ROBOT_ADDRESS, REMOTE_ADDRESS = "198.18.0.1", "198.18.0.2"
 REMOTE_PROFILE_NAME = "fastdds_remote_host.xml"
@@ -108,7 +108,7 @@ class TestHosts:
 
 
 def _env(domain: int, **extra: str) -> dict[str, str]:
-    env = dict(os.environ)
+    env = ros_env(domain)
     for variable in ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE",
                      "FASTDDS_BUILTIN_TRANSPORTS", "ACRES_SIM_DDS_PROFILE", "ROS_STATIC_PEERS"):
         env.pop(variable, None)
@@ -133,7 +133,7 @@ def measure_remote(seconds: float, tmp: Path, domain: int = 230, rate: str | Non
     procs: list[Proc] = []
     with TestHosts(rate=rate) as hosts:
         try:
-            replay = Proc(hosts.command(hosts.robot, [sys.executable, "-m", "acres_sim.bench.replay",
+            replay = Proc(hosts.command(hosts.robot, [sys.executable, "-m", "benchmark.replay",
                                                       str(sent_out)]), _env(domain), "replay")
             procs.append(replay)
             port = int(replay.wait_line(lambda line: line.startswith("PORT "), 60).split()[1])
@@ -146,7 +146,7 @@ def measure_remote(seconds: float, tmp: Path, domain: int = 230, rate: str | Non
                     extra[dds.GENERATIONS[generation][0]] = remote_profile
                 outs[name] = tmp / f"remote_{name.replace(' ', '_')}.json"
                 mode = ["raw"] + (["best_effort"] if name.endswith("best effort") else [])
-                procs.append(Proc(hosts.command(host, [sys.executable, "-m", "acres_sim.bench.subscriber",
+                procs.append(Proc(hosts.command(host, [sys.executable, "-m", "benchmark.subscriber",
                                                        json.dumps(spec), str(outs[name]), *mode]),
                                   _env(domain, **extra), f"subscriber ({name})"))
             bridge = Proc(hosts.command(hosts.robot, [sys.executable, "-m", "acres_sim.bridge", "--ros-args",
@@ -190,7 +190,7 @@ def print_remote(result: dict[str, Any]) -> None:
 def main(argv: list[str]) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python3 -m acres_sim.bench.remote")
+    parser = argparse.ArgumentParser(prog="python3 -m benchmark.remote")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--rate", default="1gbit", help="tbf rate of the link; 'none' for unshaped")
     parser.add_argument("--remote-profile", help="a Fast DDS profile file for the remote subscribers")

@@ -1,4 +1,4 @@
-"""`python3 -m acres_sim.bench`: the bridge measured against the socket's and the middleware's limits.
+"""`python3 -m benchmark`: the bridge measured against the socket's and the middleware's limits.
 
 ROS-free parts: workload (the served stream, the raw reader, /proc CPU). rclpy parts run in their
 own processes: subscriber (one user on every topic), noop (the middleware floor), forwarder (the

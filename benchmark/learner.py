@@ -1,4 +1,4 @@
-"""A lockstep learner: `python3 -m acres_sim.bench.learner CONTROL_PORT REQUESTS MODE`.
+"""A lockstep learner: `python3 -m benchmark.learner CONTROL_PORT REQUESTS MODE`.
 
 Sends REQUESTS step requests of 12 physics steps each on the fake game's control channel, one
 after the other, as fast as it can. MODE "control" waits only for each request's reply; MODE "ros"
