@@ -35,6 +35,10 @@ class ProtocolError(ValueError):
     """Bad input on the stream; the message names what was wrong and where."""
 
 
+class BadMagic(ProtocolError):
+    """A header without the TSS1 magic: the byte stream is out of step (fatal for the connection)."""
+
+
 class FrameType(IntEnum):
     HELLO = 1
     CLOCK = 2
@@ -143,7 +147,7 @@ def parse_header(data: bytes | bytearray | memoryview) -> FrameHeader:
         raise ProtocolError(f"header needs {HEADER_SIZE} bytes, got {len(data)}")
     magic, kind, flags, sequence, size, stamp, publish = HEADER.unpack_from(data)
     if magic != MAGIC:
-        raise ProtocolError(f"bad magic {bytes(magic)!r}, expected {MAGIC!r}")
+        raise BadMagic(f"bad magic {bytes(magic)!r} (expected {MAGIC!r})")
     return FrameHeader(kind, sequence, size, stamp, publish, flags)
 
 

@@ -158,11 +158,10 @@ class FrameReader:
         payload above the limit (both leave the stream unusable), FrameSkipped for an unknown type."""
         self._buffer_at_least(HEADER_SIZE, "header")
         at = self._start
-        magic = bytes(self._view[at:at + 4])
-        if magic != protocol.MAGIC:
-            raise StreamDesync(f"bad magic {magic!r} (expected {protocol.MAGIC!r}): the stream is out "
-                               "of step")
-        header = protocol.parse_header(self._view[at:at + HEADER_SIZE])
+        try:
+            header = protocol.parse_header(self._view[at:at + HEADER_SIZE])
+        except protocol.BadMagic as exc:
+            raise StreamDesync(f"{exc}: the stream is out of step") from None
         self._start = at + HEADER_SIZE
         size = header.payload_size
         if size > self._max:

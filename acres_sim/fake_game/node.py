@@ -21,7 +21,7 @@ import rclpy  # noqa: E402, RUF100
 from rclpy.node import Node  # noqa: E402, RUF100
 from rclpy.signals import SignalHandlerOptions  # noqa: E402, RUF100
 
-from .cli import FakeGame, agent_specs  # noqa: E402, RUF100
+from .app import FakeGame, agent_specs  # noqa: E402, RUF100
 from .server import DEFAULT_MAX_QUEUED_BYTES  # noqa: E402, RUF100
 from .session import SessionConfig  # noqa: E402, RUF100
 
