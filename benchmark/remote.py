@@ -26,7 +26,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchmark.__main__ import GROUPS, Proc, latencies, ros_env, summary
+from benchmark.measure import GROUPS, latencies, summary
+from benchmark.processes import Proc, ros_env
 from benchmark.messages import bridge_topics
 from benchmark.workload import polaris_period
 

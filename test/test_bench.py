@@ -14,7 +14,7 @@ from acres_sim import protocol
 from acres_sim.convert import stamp_to_sec_nanosec
 from acres_sim.protocol import FrameType
 from acres_sim.stream import FrameReader, connect
-from benchmark.__main__ import latencies, summary
+from benchmark.measure import latencies, summary
 from benchmark.workload import Period, ReplayServer, polaris_period, process_cpu_s
 
 REPO = Path(__file__).resolve().parent.parent
@@ -151,7 +151,7 @@ def test_floor_publishes_every_topic_with_the_stamps_it_logs(tmp_path):
     """The no-op publisher (the floor) to a real subscriber process, as the bench runs it: every
     group arrives under the stamps the publisher logged, the INS ones too, whose serialized bytes
     get their stamp written in at its offset for every send."""
-    from benchmark.__main__ import _polaris_floor
+    from benchmark.measure import _polaris_floor
     from benchmark.messages import bridge_topics
 
     _cpu, groups = _polaris_floor(bridge_topics(polaris_period(renders=1).hello), 2.0, tmp_path)
@@ -164,7 +164,7 @@ def test_floor_publishes_every_topic_with_the_stamps_it_logs(tmp_path):
 def test_agents_run_bridges_then_their_floor_with_the_topics_and_frames_of_each_agent(tmp_path):
     """Two agents as the launch file runs them, bridges and then no-op publishers: each agent's
     groups arrive under its own namespace and frame prefix, /clock from the first agent only."""
-    from benchmark.__main__ import measure_agents
+    from benchmark.measure import measure_agents
 
     result = measure_agents(polaris_period(renders=1), 2.0, tmp_path, count=2)
     for who in (result, result["floor"]):
@@ -184,7 +184,7 @@ def test_forwarder_publishes_each_frame_it_reads_with_that_frame_s_stamp(tmp_pat
     subscriber process, as the bench runs it: every group of the paced stream arrives under the
     stamps the replay server sent, so its latencies are measured from the same publish times as
     the bridge's; flat out it reports what it drained."""
-    from benchmark.__main__ import _polaris_served, measure_forwarder_flat_out
+    from benchmark.measure import _polaris_served, measure_forwarder_flat_out
     from benchmark.messages import bridge_topics
 
     period = polaris_period(renders=1)

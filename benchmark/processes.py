@@ -1,0 +1,114 @@
+"""The benchmark's child processes: started with their output collected line by line, on a graph
+of their own (ROS_DOMAIN_ID), with the CPU they use measured between two points."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from acres_sim.dds import shipped_environment
+from benchmark.workload import process_cpu_s
+
+
+class Proc:
+    """A child process whose output lines are collected by a thread (so it never blocks on a pipe)."""
+
+    def __init__(self, args: list[str], env: dict[str, str], name: str):
+        self.name = name
+        self.lines: list[str] = []
+        self._new = threading.Condition()
+        self.popen = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True, bufsize=1)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.popen.stdout is not None
+        for line in self.popen.stdout:
+            with self._new:
+                self.lines.append(line.rstrip("\n"))
+                self._new.notify_all()
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def wait_line(self, predicate: Callable[[str], bool], timeout_s: float) -> str:
+        deadline = time.monotonic() + timeout_s
+        seen = 0
+        with self._new:
+            while True:
+                for line in self.lines[seen:]:
+                    if predicate(line):
+                        return line
+                seen = len(self.lines)
+                left = deadline - time.monotonic()
+                if left <= 0 or self.popen.poll() is not None:
+                    tail = "\n  ".join(self.lines[-15:])
+                    raise RuntimeError(f"{self.name}: expected line not seen in {timeout_s:.0f} s:\n  {tail}")
+                self._new.wait(min(left, 0.2))
+
+    def stop(self, timeout_s: float = 10.0) -> int:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGINT)
+            try:
+                self.popen.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        return self.popen.returncode
+
+
+DOMAINS = iter(range(100 + os.getpid() % 50 * 2, 232))
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def ros_env(domain: int) -> dict[str, str]:
+    """This environment on an isolated graph; the child processes find the benchmark package (it is
+    not installed) through PYTHONPATH."""
+    env = dict(os.environ)
+    env.update(ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")])))
+    return env
+
+
+def start_bridge(port: int, domain: int, params: dict[str, object] | None = None,
+                 namespace: str | None = None) -> Proc:
+    args = [sys.executable, "-m", "acres_sim.bridge", "--ros-args", "-p", f"port:={port}"]
+    for key, value in (params or {}).items():
+        args += ["-p", f"{key}:={value}"]
+    if namespace:
+        args += ["-r", f"__ns:={namespace}"]
+    return Proc(args, ros_env(domain), f"sim_bridge {namespace or ''}")
+
+
+def start_module(module: str, args: list[str], domain: int, profile: bool = False) -> Proc:
+    env = ros_env(domain)
+    if profile:  # a user process that loads the shipped Fast DDS profile file
+        env.update(shipped_environment())
+    return Proc([sys.executable, "-m", module, *args], env, module)
+
+
+def ready(proc: Proc, timeout_s: float = 60.0) -> None:
+    proc.wait_line(lambda line: line.strip() == "READY", timeout_s)
+
+
+class CpuWindow:
+    """CPU seconds of some processes between start() and stop(), as % of one core."""
+
+    def __init__(self, pids: list[int]):
+        self.pids = pids
+
+    def start(self) -> None:
+        self._t0, self._cpu0 = time.monotonic(), [process_cpu_s(p) for p in self.pids]
+
+    def stop(self) -> float:
+        wall = time.monotonic() - self._t0
+        return 100.0 * sum(process_cpu_s(p) - c for p, c in zip(self.pids, self._cpu0)) / wall

@@ -1,0 +1,111 @@
+"""The one table `python3 -m benchmark` prints, and the machine it ran on."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+from benchmark.measure import GROUPS
+
+
+def print_report(r: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]acres_sim bench[/bold] on {r['machine']}")
+    if "polaris" in r:
+        p = r["polaris"]
+        t = Table(title="Polaris in real time, one subscriber process on every topic")
+        for col in ("", "p50 ms", "p99 ms", "max ms", "messages", "lost"):
+            t.add_column(col, justify="right" if col else "left")
+        for who in ("bridge", "floor", "forwarder"):
+            for group in GROUPS.values():
+                g = p[who][group]
+                t.add_row(f"{who} {group}", f"{g['p50_ms']:.2f}", f"{g['p99_ms']:.2f}", f"{g['max_ms']:.2f}",
+                          str(g["messages"]), str(g["lost"]))
+        for group, g in p["transport"].items():
+            t.add_row(f"socket only {group}", f"{g['p50_ms']:.2f}", f"{g['p99_ms']:.2f}",
+                      f"{g['max_ms']:.2f}", "", "")
+        console.print(t)
+        console.print(f"CPU: bridge {p['bridge_cpu_pct']:.1f} %, no-op publisher {p['floor_cpu_pct']:.1f} %, "
+                      f"forwarder {p['forwarder_cpu_pct']:.1f} %, optimal socket reader "
+                      f"{p['transport_cpu_pct']:.1f} % of one core")
+    if "agents4" in r:
+        a = r["agents4"]
+        t = Table(title=f"{a['agents']} Polaris agents, worst agent per topic group")
+        for col in ("", "p50 ms", "p99 ms", "max ms", "messages", "lost"):
+            t.add_column(col, justify="right" if col else "left")
+        for who, worst in (("bridges", a["worst_agent"]), ("no-op publishers", a["floor"]["worst_agent"])):
+            for group, g in worst.items():
+                if g:
+                    t.add_row(f"{who} {group}", f"{g['p50_ms']:.2f}", f"{g['p99_ms']:.2f}",
+                              f"{g['max_ms']:.2f}", str(g["messages"]), str(g["lost"]))
+        console.print(t)
+        console.print(f"CPU: {a['agents']} bridges {a['bridges_cpu_pct']:.1f} %, {a['agents']} no-op "
+                      f"publishers {a['floor']['cpu_pct']:.1f} % of one core")
+    facts = Table(title="Throughput, lockstep, conversion, fake_game")
+    facts.add_column("measurement")
+    facts.add_column("figure", justify="right")
+    if "raw" in r:
+        rounds = " / ".join(f"{x:.0f}" for x in r["raw"]["rounds"])
+        facts.add_row("raw reader (recv_into), median (rounds)",
+                      f"{r['raw']['mb_per_s']:.0f} ({rounds}) MB/s")
+    if "ingest" in r:
+        i = r["ingest"]
+        rounds = " / ".join(f"{x['mb_per_s']:.0f}" for x in i["rounds"])
+        facts.add_row("bridge ingest, no subscriber: published", f"{i['mb_per_s']:.0f} ({rounds}) MB/s")
+        facts.add_row("  read / frames dropped / bridge CPU",
+                      f"{i['read_mb_per_s']:.0f} MB/s / {i['dropped_frames']} / {i['cpu_pct']:.0f} %")
+        facts.add_row("no-op publisher flat out, no subscriber", f"{i['floor']['mb_per_s']:.0f} MB/s")
+        rounds = " / ".join(f"{x['forwarder']['mb_per_s']:.0f}" for x in i["rounds"])
+        facts.add_row("forwarder flat out, no subscriber",
+                      f"{i['forwarder']['mb_per_s']:.0f} ({rounds}) MB/s")
+    if "convert" in r:
+        c = r["convert"]
+        facts.add_row("one cloud: xyzi / xyzirt", f"{c['xyzi_ms']:.3f} / {c['xyzirt_ms']:.3f} ms")
+    if "lockstep" in r:
+        for variant, label in (("default", "default subscriber"), ("profile", "learner loads the profile")):
+            s = r["lockstep"][variant]
+            facts.add_row(f"lockstep steps/s, {label}: ROS / control only",
+                          f"{s['ros_steps_per_s']:.0f} / {s['control_steps_per_s']:.0f}")
+            facts.add_row("  reply -> sim/barrier", f"{s['reply_to_barrier_ms']:.1f} ms")
+    if "fakegame" in r:
+        g = r["fakegame"]
+        facts.add_row("fake_game full rendering CPU", f"{g['cpu_pct']:.0f} % of a core")
+        facts.add_row("connect -> first full second of frames", f"{g['first_full_second_s']:.2f} s")
+        facts.add_row("longest clock gap in the first 3 s", f"{g['longest_clock_gap_first_3s_ms']:.0f} ms")
+    console.print(facts)
+    for variant, label in (("defaults", "the remote host's defaults"),
+                           ("remote_profile", "the remote host loads config/fastdds_remote_host.xml")):
+        figures = r.get("remote", {}).get(variant)
+        if figures:
+            t = Table(title=f"Subscribers on another host, {figures['rate']} link: {label}")
+            for col in ("", "received", "share of local", "p50 ms", "p99 ms"):
+                t.add_column(col, justify="right" if col else "left")
+            for name in ("local reliable", "local best effort", "remote reliable", "remote best effort"):
+                for group in ("INS", "LiDAR", "camera"):
+                    g = figures[name][group]
+                    t.add_row(f"{name} {group}", f"{g['messages'] - g['lost']}/{g['messages']}",
+                              f"{100 * g['share']:.1f} %", f"{g['p50_ms']:.2f}", f"{g['p99_ms']:.2f}")
+            console.print(t)
+    v = Table(title="Targets (ratios within this run)")
+    for col in ("target", "measured", "limit", ""):
+        v.add_column(col)
+    for name, value, limit, met in r["verdicts"]:
+        verdict = "" if met is None else "[green]met[/green]" if met else "[red]missed[/red]"
+        v.add_row(name, f"{value:.2f}", limit, verdict)
+    console.print(v)
+
+
+def machine() -> str:
+    cpu = "?"
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                   if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}")
