@@ -39,7 +39,7 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import UInt64
 from tf2_msgs.msg import TFMessage
 
-from acres_sim import dds, diagnostics
+from acres_sim import dds, diagnostics, topics
 from acres_sim.convert import FrameConverter, jpeg_unavailable
 from acres_sim.message_types import MESSAGE_TYPES
 from acres_sim.parameters import PARAMETERS, BridgeConfigError, config_from_values
@@ -47,7 +47,6 @@ from acres_sim.protocol import FrameType, Hello
 from acres_sim.serialized_publisher import SerializedPublisher, wait_for_all_acked, why_gil_is_held
 from acres_sim.stats import SnapshotHistory, StatsSnapshot, StreamStats, type_name
 from acres_sim.stream import Frame, HandoffQueue, LatestSlot, StreamClient
-from acres_sim.topics import expected_rates, topic_plan
 
 # ---------------------------------------------------------------------------------------------
 # The node
@@ -129,7 +128,7 @@ class SimBridge(Node):
         self._jpeg_unavailable = jpeg_unavailable()
         if self._jpeg_unavailable is not None:
             self.get_logger().warning(
-                f"camera/image_raw/compressed is not advertised: {self._jpeg_unavailable}")
+                f"{topics.CAMERA_COMPRESSED} is not advertised: {self._jpeg_unavailable}")
 
         self._diag_history = SnapshotHistory(diagnostics.WINDOW_S)
         self._summary_base: StatsSnapshot = self.stats.snapshot()
@@ -207,31 +206,31 @@ class SimBridge(Node):
             raise ValueError("data before the first valid Hello frame")
         pubs = self._data_pubs
         if kind == FrameType.INS:
-            if "ins/fix" not in pubs:
+            if topics.INS_FIX not in pubs:
                 raise ValueError("INS frame but the Hello disables the INS")
             wire = conv.ins_serialized(frame.header, frame.data)  # type: ignore[arg-type]
-            pubs["ins/fix"].publish(wire.fix)
-            pubs["ins/imu"].publish(wire.imu)
-            pubs["ins/odom"].publish(wire.odom)
-            utm = pubs.get("ins/odom_utm")
+            pubs[topics.INS_FIX].publish(wire.fix)
+            pubs[topics.INS_IMU].publish(wire.imu)
+            pubs[topics.INS_ODOM].publish(wire.odom)
+            utm = pubs.get(topics.INS_ODOM_UTM)
             if utm is not None and wire.odom_utm is not None:
                 utm.publish(wire.odom_utm)
-            truth = pubs.get("ground_truth/odom")
+            truth = pubs.get(topics.GROUND_TRUTH_ODOM)
             if truth is not None:
                 truth.publish(wire.ground_truth)
-            tf = pubs.get("/tf")
+            tf = pubs.get(topics.TF)
             if tf is not None and wire.tf is not None:
                 tf.publish(wire.tf)
         elif kind == FrameType.LIDAR:
             cloud = conv.pointcloud_serialized(frame.header, frame.data)  # type: ignore[arg-type]
-            pubs["lidar/points"].publish(cloud)
+            pubs[topics.LIDAR_POINTS].publish(cloud)
         elif kind == FrameType.CAMERA:
-            if "camera/image_raw" not in pubs:
+            if topics.CAMERA_IMAGE not in pubs:
                 raise ValueError("camera frame but the Hello disables the camera")
             image = conv.image_serialized(frame.header, frame.data)  # type: ignore[arg-type]
-            pubs["camera/image_raw"].publish(image)
-            pubs["camera/camera_info"].publisher.publish(conv.camera_info(frame.header))
-            compressed = pubs.get("camera/image_raw/compressed")
+            pubs[topics.CAMERA_IMAGE].publish(image)
+            pubs[topics.CAMERA_INFO].publisher.publish(conv.camera_info(frame.header))
+            compressed = pubs.get(topics.CAMERA_COMPRESSED)
             if compressed is not None and compressed.publisher.get_subscription_count() > 0:
                 if self._jpeg_slot.put((compressed.publisher, conv, frame.header, frame.data)):
                     self._jpeg_skipped += 1  # the encoder is still busy with an older image
@@ -287,7 +286,7 @@ class SimBridge(Node):
             self.get_logger().info(f"same Hello from agent {hello.agent}: publishers kept")
             return
         converter = FrameConverter(hello, self.settings)  # raises on a Hello with a broken frame tree
-        plan = topic_plan(hello, self.config, jpeg=self._jpeg_unavailable is None)
+        plan = topics.topic_plan(hello, self.config, jpeg=self._jpeg_unavailable is None)
         # Publishers are made and destroyed here, on the reader thread, while the executor spins the
         # node: the executor never touches publishers (no callbacks of theirs but QoS events), and
         # rclpy destroys a handle only once no thread holds it (the serialized publisher holds it
@@ -318,7 +317,7 @@ class SimBridge(Node):
         facts = diagnostics.StreamFacts(
             state=self._client.state, detail=self._client.state_detail,
             agent=hello.agent if hello else "", vehicle=hello.vehicle if hello else "",
-            address=f"{self.config.host}:{self.config.port}", expected_hz=expected_rates(hello),
+            address=f"{self.config.host}:{self.config.port}", expected_hz=topics.expected_rates(hello),
             barrier_timeouts=self._barrier_timeouts, queued_frames=len(self._queue),
             extra=(("compressed images encoded", str(self._jpeg_encoded)),
                    ("compressed images skipped", str(self._jpeg_skipped))))

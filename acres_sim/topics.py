@@ -6,28 +6,41 @@ from acres_sim.parameters import BridgeConfig
 from acres_sim.protocol import FrameType, Hello
 
 
+# The data topics (relative to the bridge's namespace, /tf absolute): the one place they are spelled.
+LIDAR_POINTS = "lidar/points"
+CAMERA_IMAGE = "camera/image_raw"
+CAMERA_INFO = "camera/camera_info"
+CAMERA_COMPRESSED = "camera/image_raw/compressed"
+INS_FIX = "ins/fix"
+INS_IMU = "ins/imu"
+INS_ODOM = "ins/odom"
+INS_ODOM_UTM = "ins/odom_utm"
+GROUND_TRUTH_ODOM = "ground_truth/odom"
+TF = "/tf"
+
+
 def topic_plan(hello: Hello, config: BridgeConfig, jpeg: bool = True) -> dict[str, tuple[str, str]]:
     """The data topics the bridge advertises for this Hello: relative name (plus the absolute /tf)
     -> (message type name, QoS kind: sensor = the qos_* parameters, tf = tf2's /tf QoS).
     `jpeg`: whether JPEG can be encoded here (else no compressed topic)."""
     plan: dict[str, tuple[str, str]] = {}
     if hello.lidar.enabled:
-        plan["lidar/points"] = ("PointCloud2", "sensor")
+        plan[LIDAR_POINTS] = ("PointCloud2", "sensor")
     if hello.camera.enabled:
-        plan["camera/image_raw"] = ("Image", "sensor")
-        plan["camera/camera_info"] = ("CameraInfo", "sensor")
+        plan[CAMERA_IMAGE] = ("Image", "sensor")
+        plan[CAMERA_INFO] = ("CameraInfo", "sensor")
         if jpeg:
-            plan["camera/image_raw/compressed"] = ("CompressedImage", "sensor")
+            plan[CAMERA_COMPRESSED] = ("CompressedImage", "sensor")
     if hello.ins.enabled:
-        plan["ins/fix"] = ("NavSatFix", "sensor")
-        plan["ins/imu"] = ("Imu", "sensor")
-        plan["ins/odom"] = ("Odometry", "sensor")
+        plan[INS_FIX] = ("NavSatFix", "sensor")
+        plan[INS_IMU] = ("Imu", "sensor")
+        plan[INS_ODOM] = ("Odometry", "sensor")
         if hello.georeferenced:
-            plan["ins/odom_utm"] = ("Odometry", "sensor")
+            plan[INS_ODOM_UTM] = ("Odometry", "sensor")
         if config.publish_ground_truth:
-            plan["ground_truth/odom"] = ("Odometry", "sensor")
+            plan[GROUND_TRUTH_ODOM] = ("Odometry", "sensor")
         if config.convert.tf_source != "none":
-            plan["/tf"] = ("TFMessage", "tf")
+            plan[TF] = ("TFMessage", "tf")
     return plan
 
 
