@@ -9,7 +9,7 @@ Threads:
 - the publishing thread takes a Barrier, which waits there until the data before it has been
   acknowledged, and every frame that arrives while a Barrier waits, in arrival order;
 - the sensor topics and /clock are published as serialized CDR; clouds and images through rcl
-  directly (acres_sim.serialized_publisher), which lets go of the GIL while the middleware writes;
+  directly (acres_sim.cdr_publisher), which lets go of the GIL while the middleware writes;
 - the executor thread runs the parameter services and the diagnostics and summary timers;
 - the main thread waits for SIGINT/SIGTERM.
 The queue between reader and publisher is bounded: when a Barrier waits long (subscribers that do
@@ -44,7 +44,7 @@ from acres_sim.convert import FrameConverter, jpeg_unavailable
 from acres_sim.message_types import MESSAGE_TYPES
 from acres_sim.parameters import PARAMETERS, BridgeConfigError, config_from_values
 from acres_sim.protocol import FrameType, Hello
-from acres_sim.serialized_publisher import SerializedPublisher, wait_for_all_acked, why_gil_is_held
+from acres_sim.cdr_publisher import CdrPublisher, wait_for_all_acked, why_gil_is_held
 from acres_sim.stats import SnapshotHistory, StatsSnapshot, StreamStats, type_name
 from acres_sim.stream import Frame, HandoffQueue, LatestSlot, StreamClient
 
@@ -106,9 +106,9 @@ class SimBridge(Node):
         self._stopping = threading.Event()
         self._hello: Hello | None = None
         self._converter: FrameConverter | None = None
-        self._data_pubs: dict[str, SerializedPublisher] = {}  # .publisher for messages and acks
+        self._data_pubs: dict[str, CdrPublisher] = {}  # .publisher for messages and acks
         self._tf_static_pub: Publisher | None = None
-        self._clock_pub = (SerializedPublisher(self.create_publisher(Clock, "/clock", CLOCK_QOS))
+        self._clock_pub = (CdrPublisher(self.create_publisher(Clock, "/clock", CLOCK_QOS))
                            if cfg.publish_clock else None)
         self._barrier_pub = self.create_publisher(UInt64, "sim/barrier", BARRIER_QOS)
         if (gil_held := why_gil_is_held(self._barrier_pub)) is not None:
@@ -160,7 +160,7 @@ class SimBridge(Node):
         if frame.type == FrameType.CLOCK:
             # Straight from the reader thread: /clock never waits behind clouds, images or barriers.
             if self._clock_pub is not None:
-                self._clock_pub.publish(FrameConverter.clock_serialized(frame.header))
+                self._clock_pub.publish(FrameConverter.clock_cdr(frame.header))
             return
         if frame.type in _INLINE_TYPES and self._queue.idle():  # nothing earlier left to publish
             self._publish_counted(frame)
@@ -208,26 +208,26 @@ class SimBridge(Node):
         if kind == FrameType.INS:
             if topics.INS_FIX not in pubs:
                 raise ValueError("INS frame but the Hello disables the INS")
-            wire = conv.ins_serialized(frame.header, frame.data)  # type: ignore[arg-type]
-            pubs[topics.INS_FIX].publish(wire.fix)
-            pubs[topics.INS_IMU].publish(wire.imu)
-            pubs[topics.INS_ODOM].publish(wire.odom)
+            epoch = conv.ins_cdr(frame.header, frame.data)  # type: ignore[arg-type]
+            pubs[topics.INS_FIX].publish(epoch.fix)
+            pubs[topics.INS_IMU].publish(epoch.imu)
+            pubs[topics.INS_ODOM].publish(epoch.odom)
             utm = pubs.get(topics.INS_ODOM_UTM)
-            if utm is not None and wire.odom_utm is not None:
-                utm.publish(wire.odom_utm)
+            if utm is not None and epoch.odom_utm is not None:
+                utm.publish(epoch.odom_utm)
             truth = pubs.get(topics.GROUND_TRUTH_ODOM)
             if truth is not None:
-                truth.publish(wire.ground_truth)
+                truth.publish(epoch.ground_truth)
             tf = pubs.get(topics.TF)
-            if tf is not None and wire.tf is not None:
-                tf.publish(wire.tf)
+            if tf is not None and epoch.tf is not None:
+                tf.publish(epoch.tf)
         elif kind == FrameType.LIDAR:
-            cloud = conv.pointcloud_serialized(frame.header, frame.data)  # type: ignore[arg-type]
+            cloud = conv.pointcloud_cdr(frame.header, frame.data)  # type: ignore[arg-type]
             pubs[topics.LIDAR_POINTS].publish(cloud)
         elif kind == FrameType.CAMERA:
             if topics.CAMERA_IMAGE not in pubs:
                 raise ValueError("camera frame but the Hello disables the camera")
-            image = conv.image_serialized(frame.header, frame.data)  # type: ignore[arg-type]
+            image = conv.image_cdr(frame.header, frame.data)  # type: ignore[arg-type]
             pubs[topics.CAMERA_IMAGE].publish(image)
             pubs[topics.CAMERA_INFO].publisher.publish(conv.camera_info(frame.header))
             compressed = pubs.get(topics.CAMERA_COMPRESSED)
@@ -296,7 +296,7 @@ class SimBridge(Node):
         for topic, (type_name_, qos_kind) in plan.items():
             if topic not in self._data_pubs:
                 qos = TF_QOS if qos_kind == "tf" else self._sensor_qos
-                self._data_pubs[topic] = SerializedPublisher(self.create_publisher(
+                self._data_pubs[topic] = CdrPublisher(self.create_publisher(
                     MESSAGE_TYPES[type_name_], topic, qos,
                     event_callbacks=PublisherEventCallbacks(incompatible_qos=self._incompatible_qos(topic))))
         if self._tf_static_pub is None:

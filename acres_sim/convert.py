@@ -5,7 +5,7 @@ the tests check every field without starting ROS. The ROS interface of the READM
 for every field.
 
 Hot path: what the bridge publishes on the sensor topics is serialized here directly, as CDR bytes
-(acres_sim.cdr, acres_sim.ins_wire): a cloud (0.9 MB) or an image (1.4 MB) is written around the
+(acres_sim.cdr, acres_sim.ins_cdr): a cloud (0.9 MB) or an image (1.4 MB) is written around the
 frame's payload in place when the reader left payload_room() around it, else copied once into the
 message's bytes, and no Python message is converted field by field. The
 *_serialized() methods give those bytes; pointcloud(), image() and ins() give the same bytes
@@ -38,7 +38,7 @@ from tf2_msgs.msg import TFMessage
 from acres_sim import cdr
 from acres_sim.cdr import CloudEncoder, ImageEncoder, PointFieldSpec
 from acres_sim.geometry import BASE_FOOTPRINT, CAMERA_OPTICAL, INS, mount_transforms
-from acres_sim.ins_wire import InsEncoder, InsWire
+from acres_sim.ins_cdr import InsCdr, InsEncoder
 from acres_sim.parameters import ConvertSettings
 from acres_sim.protocol import (
     INS_FIELDS,
@@ -114,7 +114,7 @@ class InsMessages:
     tf: TFMessage | None  # None when tf_source is "none"
 
 
-_INS_TYPES = (NavSatFix, Imu, Odometry, Odometry, Odometry, TFMessage)  # in the order of InsWire
+_INS_TYPES = (NavSatFix, Imu, Odometry, Odometry, Odometry, TFMessage)  # in the order of InsCdr
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,12 +249,12 @@ class FrameConverter:
     # -- LiDAR --------------------------------------------------------------------------------
 
     def pointcloud(self, header: FrameHeader, frame: LidarFrame) -> PointCloud2:
-        """The cloud of pointcloud_serialized() as a message."""
+        """The cloud of pointcloud_cdr() as a message."""
         from rclpy.serialization import deserialize_message
 
-        return deserialize_message(self.pointcloud_serialized(header, frame), PointCloud2)
+        return deserialize_message(self.pointcloud_cdr(header, frame), PointCloud2)
 
-    def pointcloud_serialized(self, header: FrameHeader, frame: LidarFrame) -> bytes | bytearray:
+    def pointcloud_cdr(self, header: FrameHeader, frame: LidarFrame) -> bytes | bytearray:
         """Organised cloud: height = columns, width = rings, the point bytes unchanged (NaN kept). With
         the payload_room() around the frame's payload, the cloud is written there, over the sub-header."""
         if not self.hello.lidar.enabled:
@@ -306,14 +306,14 @@ class FrameConverter:
         return info
 
     def image(self, header: FrameHeader, frame: CameraFrame) -> tuple[Image, CameraInfo]:
-        """The image of image_serialized() as a message, and its info."""
+        """The image of image_cdr() as a message, and its info."""
         from rclpy.serialization import deserialize_message
 
-        return deserialize_message(self.image_serialized(header, frame), Image), self.camera_info(header)
+        return deserialize_message(self.image_cdr(header, frame), Image), self.camera_info(header)
 
-    def image_serialized(self, header: FrameHeader, frame: CameraFrame) -> bytes | bytearray:
+    def image_cdr(self, header: FrameHeader, frame: CameraFrame) -> bytes | bytearray:
         """bgr8 image with the pixel bytes unchanged (row padding kept, step = row step); in place
-        like pointcloud_serialized()."""
+        like pointcloud_cdr()."""
         if not self.hello.camera.enabled:
             raise ProtocolError(
                 f"camera frame (sequence {header.sequence}) but the Hello disables the camera")
@@ -342,16 +342,16 @@ class FrameConverter:
 
     def ins(self, header: FrameHeader, values: np.ndarray) -> InsMessages:
         """One INS epoch -> fix, imu, odom, odom_utm, ground truth and the world -> base_footprint tf,
-        as messages: the serialized ones of ins_serialized(), deserialized (this needs rclpy, the
+        as messages: the serialized ones of ins_cdr(), deserialized (this needs rclpy, the
         rest of this module does not)."""
         from rclpy.serialization import deserialize_message
 
-        wire = self.ins_serialized(header, values)
+        epoch = self.ins_cdr(header, values)
         return InsMessages(*(None if data is None else deserialize_message(data, kind)
-                             for data, kind in zip(wire, _INS_TYPES)))
+                             for data, kind in zip(epoch, _INS_TYPES)))
 
-    def ins_serialized(self, header: FrameHeader, values: np.ndarray) -> InsWire:
-        """One INS epoch -> its messages as CDR bytes (acres_sim.ins_wire), what publish() sends
+    def ins_cdr(self, header: FrameHeader, values: np.ndarray) -> InsCdr:
+        """One INS epoch -> its messages as CDR bytes (acres_sim.ins_cdr), what publish() sends
         without converting a Python message field by field."""
         array_in = np.asarray(values)
         if array_in.shape != (INS_FIELDS,):
@@ -366,7 +366,7 @@ class FrameConverter:
         return Clock(clock=stamp_to_time(header.stamp))
 
     @staticmethod
-    def clock_serialized(header: FrameHeader) -> bytes:
+    def clock_cdr(header: FrameHeader) -> bytes:
         """clock() as CDR; it needs no Hello (the bridge's reader thread calls it on the class)."""
         return cdr.clock(*stamp_to_sec_nanosec(header.stamp))
 

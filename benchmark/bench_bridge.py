@@ -58,7 +58,7 @@ def publish_cost(repeats: int = 50) -> dict[str, float]:
 
     from acres_sim import protocol
     from acres_sim.convert import FrameConverter
-    from acres_sim.serialized_publisher import SerializedPublisher
+    from acres_sim.cdr_publisher import CdrPublisher
     from acres_sim.fake_game.vehicles import vehicle_hello
     from acres_sim.protocol import FrameType
 
@@ -76,19 +76,19 @@ def publish_cost(repeats: int = 50) -> dict[str, float]:
     pubs = {"cloud": node.create_publisher(PointCloud2, "c", 5),
             "image": node.create_publisher(Image, "i", 5),
             "odom": node.create_publisher(Odometry, "o", 5)}
-    wire = {name: SerializedPublisher(pub) for name, pub in pubs.items()}
+    wire = {name: CdrPublisher(pub) for name, pub in pubs.items()}
     out = {}
     jobs = {
         "lidar (serialize+publish, as the bridge)":
-            lambda: wire["cloud"].publish(conv.pointcloud_serialized(header, cloud)),
+            lambda: wire["cloud"].publish(conv.pointcloud_cdr(header, cloud)),
         "lidar (deserialized to a message, rclpy publish)":
             lambda: pubs["cloud"].publish(conv.pointcloud(header, cloud)),
         "camera (serialize+publish image, as the bridge)":
-            lambda: wire["image"].publish(conv.image_serialized(header, image)),
+            lambda: wire["image"].publish(conv.image_cdr(header, image)),
         "camera (deserialized to a message, rclpy publish)":
             lambda: pubs["image"].publish(conv.image(header, image)[0]),
         "ins (serialize 6, publish 1 of 6)":
-            lambda: pubs["odom"].publish(conv.ins_serialized(header, ins).odom),
+            lambda: pubs["odom"].publish(conv.ins_cdr(header, ins).odom),
     }
     for name, job in jobs.items():
         times = []

@@ -114,13 +114,13 @@ def main() -> None:
 
     print("PointCloud2")
     cloud_msg = converter.pointcloud(lidar_header, cloud)
-    ours_cloud = timed(lambda: converter.pointcloud_serialized(lidar_header, cloud), n)
-    row("FrameConverter.pointcloud_serialized (CDR, what the bridge publishes)", ours_cloud)
+    ours_cloud = timed(lambda: converter.pointcloud_cdr(lidar_header, cloud), n)
+    row("FrameConverter.pointcloud_cdr (CDR, what the bridge publishes)", ours_cloud)
     row("FrameConverter.pointcloud (the same, deserialized to a message)",
         timed(lambda: converter.pointcloud(lidar_header, cloud), n))
     xyzirt = FrameConverter(converter.hello, ConvertSettings(lidar_fields="xyzirt", lidar_stamp="start"))
-    row("FrameConverter.pointcloud_serialized, lidar_fields:=xyzirt (24 B points)",
-        timed(lambda: xyzirt.pointcloud_serialized(lidar_header, cloud), n))
+    row("FrameConverter.pointcloud_cdr, lidar_fields:=xyzirt (24 B points)",
+        timed(lambda: xyzirt.pointcloud_cdr(lidar_header, cloud), n))
     row("  of which is_dense = not isnan(points.min())",
         timed(lambda: not np.isnan(cloud.points.min()), n))
     row("  (for comparison: the strided isnan(points[..., :3]).any())",
@@ -148,8 +148,8 @@ def main() -> None:
 
     print("Image + CameraInfo")
     image_msg, _ = converter.image(camera_header, image)
-    ours_image = timed(lambda: converter.image_serialized(camera_header, image), n)
-    row("FrameConverter.image_serialized (CDR, what the bridge publishes)", ours_image)
+    ours_image = timed(lambda: converter.image_cdr(camera_header, image), n)
+    row("FrameConverter.image_cdr (CDR, what the bridge publishes)", ours_image)
     row("FrameConverter.image (the same deserialized, + CameraInfo)",
         timed(lambda: converter.image(camera_header, image), n))
     row("  of which camera_info", timed(lambda: converter.camera_info(camera_header), n))
@@ -163,18 +163,18 @@ def main() -> None:
     row("rclpy serialize_message(image) (publisher side)", timed(lambda: serialize_message(image_msg), n))
 
     print("INS epoch (fix, imu, odom, odom_utm, ground truth, tf)")
-    row("FrameConverter.ins_serialized (what the bridge publishes)",
-        timed(lambda: converter.ins_serialized(ins_header, ins_values), n))
+    row("FrameConverter.ins_cdr (what the bridge publishes)",
+        timed(lambda: converter.ins_cdr(ins_header, ins_values), n))
     row("FrameConverter.ins (the same, deserialized to messages)",
         timed(lambda: converter.ins(ins_header, ins_values), n))
     row("FrameConverter.clock", timed(lambda: converter.clock(ins_header), n))
 
     print("Ratios (median, same run)")
-    print(f"  cloud: naive numpy msg.data assignment / FrameConverter.pointcloud_serialized = "
+    print(f"  cloud: naive numpy msg.data assignment / FrameConverter.pointcloud_cdr = "
           f"{ratio(naive_cloud, ours_cloud)}")
     print(f"  cloud: naive numpy msg.data assignment / array.array msg.data assignment = "
           f"{ratio(naive_cloud, ours_data)}")
-    print(f"  image: naive numpy msg.data assignment / FrameConverter.image_serialized     = "
+    print(f"  image: naive numpy msg.data assignment / FrameConverter.image_cdr     = "
           f"{ratio(naive_image, ours_image)}")
 
 

@@ -212,7 +212,7 @@ def measure_convert(period: Period, repeats: int = 200) -> dict[str, float]:
         times = []
         for _ in range(repeats):
             t0 = time.perf_counter()
-            conv.pointcloud_serialized(header, data)  # what the bridge publishes
+            conv.pointcloud_cdr(header, data)  # what the bridge publishes
             times.append(time.perf_counter() - t0)
         out[f"{fields}_ms"] = float(np.median(times) * 1e3)
     return out

@@ -54,7 +54,7 @@ class PrebuiltMessages:
         from acres_sim.bridge import CLOCK_QOS, TF_QOS
         from acres_sim.convert import FrameConverter, stamp_to_sec_nanosec
         from acres_sim.parameters import ConvertSettings
-        from acres_sim.serialized_publisher import SerializedPublisher
+        from acres_sim.cdr_publisher import CdrPublisher
 
         self.period = polaris_period()
         self._conv = FrameConverter(self.period.hello, ConvertSettings(frame_prefix=prefix))
@@ -68,13 +68,13 @@ class PrebuiltMessages:
             return topic[len(namespace) + 1:] if inside else topic.lstrip("/")
         self._pubs = {key(topic): self.node.create_publisher(message_type(type_name), topic, qos[kind])
                       for topic, type_name, kind in spec}
-        self._wire = {topic: SerializedPublisher(p) for topic, p in self._pubs.items()}  # as the bridge
+        self._wire = {topic: CdrPublisher(p) for topic, p in self._pubs.items()}  # as the bridge
         self._sec_nanosec = stamp_to_sec_nanosec  # bound here: publish() is the measured loop
 
     def batch(self, kind: int, payload: bytes) -> list[tuple[Any, Any, Any]]:
         """(publisher, message, its stamp: a Time to overwrite, or the offset of a serialized one)"""
         from acres_sim.cdr import STAMP_AT
-        from acres_sim.ins_wire import TF_STAMP_AT
+        from acres_sim.ins_cdr import TF_STAMP_AT
 
         conv, wire = self._conv, self._wire
         header = FrameHeader(kind, 0, len(payload), 0.0, 0.0)
@@ -83,18 +83,18 @@ class PrebuiltMessages:
         if kind == FrameType.CLOCK:
             if "clock" not in wire:  # not the agent that publishes /clock
                 return []
-            return [(wire["clock"], bytearray(conv.clock_serialized(header)), STAMP_AT)]
+            return [(wire["clock"], bytearray(conv.clock_cdr(header)), STAMP_AT)]
         if kind == FrameType.INS:
-            m = conv.ins_serialized(header, data)
+            m = conv.ins_cdr(header, data)
             pairs = (("ins/fix", m.fix), ("ins/imu", m.imu), ("ins/odom", m.odom),
                      ("ins/odom_utm", m.odom_utm), ("ground_truth/odom", m.ground_truth))
             return ([(wire[t], bytearray(msg), STAMP_AT) for t, msg in pairs]
                     + [(wire["tf"], bytearray(m.tf), TF_STAMP_AT)])
         if kind == FrameType.LIDAR:
-            return [(wire["lidar/points"], bytearray(conv.pointcloud_serialized(header, data)), STAMP_AT)]
+            return [(wire["lidar/points"], bytearray(conv.pointcloud_cdr(header, data)), STAMP_AT)]
         if kind == FrameType.CAMERA:
             info = conv.camera_info(header)
-            return [(wire["camera/image_raw"], bytearray(conv.image_serialized(header, data)), STAMP_AT),
+            return [(wire["camera/image_raw"], bytearray(conv.image_cdr(header, data)), STAMP_AT),
                     (self._pubs["camera/camera_info"], info, info.header.stamp)]
         return []
 

@@ -21,7 +21,7 @@ import threading
 import time
 
 from acres_sim.cdr import STAMP, STAMP_AT
-from acres_sim.ins_wire import TF_STAMP_AT
+from acres_sim.ins_cdr import TF_STAMP_AT
 
 
 def _stamp_of(type_name: str):
@@ -44,7 +44,7 @@ def _cdr_string(data: bytes, at: int) -> tuple[str, int]:
 
 def raw_stamp_of(type_name: str):
     """The stamp in ns from a little-endian CDR message (the offsets acres_sim.cdr and
-    acres_sim.ins_wire write them at): a Header or a Clock opens with sec (int32) and nanosec
+    acres_sim.ins_cdr write them at): a Header or a Clock opens with sec (int32) and nanosec
     (uint32), a TFMessage with the transforms' count; UInt64 is its data."""
     def time_at(data: bytes, at: int) -> int:
         sec, nanosec = STAMP.unpack_from(data, at)

@@ -243,9 +243,9 @@ def test_cloud_and_image_are_built_in_place_around_a_payload_with_room():
     room = converter.payload_room()
     rng = np.random.default_rng(5)
     cases = [(FrameType.LIDAR, _lidar_payload(_polaris_cloud_bits(with_nan=True)),
-              lambda p: converter.pointcloud_serialized(_header(FrameType.LIDAR), decode_lidar(p))),
+              lambda p: converter.pointcloud_cdr(_header(FrameType.LIDAR), decode_lidar(p))),
              (FrameType.CAMERA, encode_camera(rng.integers(0, 256, (512, 896, 3), dtype=np.uint8)),
-              lambda p: converter.image_serialized(_header(FrameType.CAMERA), decode_camera(p)))]
+              lambda p: converter.image_cdr(_header(FrameType.CAMERA), decode_camera(p)))]
     for kind, payload, build in cases:
         before, after = room[kind]
         copied = build(payload)  # a payload of its own: the message is a copy
@@ -777,7 +777,7 @@ def test_lidar_settings_are_checked(settings, message):
 
 @pytest.mark.parametrize("source", ["ins", "ground_truth", "none"])
 def test_ins_bytes_are_what_the_middleware_serializes(source):
-    # The bridge publishes INS epochs as CDR it builds itself (acres_sim.ins_wire). Whatever the
+    # The bridge publishes INS epochs as CDR it builds itself (acres_sim.ins_cdr). Whatever the
     # branch (georeferenced or not, a fix without covariance, a negative status, every tf source)
     # and whatever the frame names' lengths modulo 8 (the alignment), rclpy's own serializer must
     # write the same bytes for the message they decode to; only the padding may differ (ours is
@@ -795,10 +795,10 @@ def test_ins_bytes_are_what_the_middleware_serializes(source):
                 v[Ins.CovE] = math.nan  # a fix without a covariance
             if i == 4:
                 v[Ins.FixStatus] = -1.0
-            wire = converter.ins_serialized(_header(FrameType.INS, STAMP + i), v)
-            assert (wire.odom_utm is None) == (not georeferenced)
-            assert (wire.tf is None) == (source == "none")
-            for name, data in wire._asdict().items():
+            epoch = converter.ins_cdr(_header(FrameType.INS, STAMP + i), v)
+            assert (epoch.odom_utm is None) == (not georeferenced)
+            assert (epoch.tf is None) == (source == "none")
+            for name, data in epoch._asdict().items():
                 if data is None:
                     continue
                 kind = type(getattr(converter.ins(_header(FrameType.INS, STAMP + i), v), name))
@@ -824,9 +824,9 @@ def test_cloud_image_and_clock_bytes_are_what_the_middleware_serializes(fields):
         cloud = decode_lidar(encode_lidar(points if k % 2 else np.nan_to_num(points)))
         camera = decode_camera(encode_camera(image, row_step=15 + k))
         for kind, data in [
-                (PointCloud2, converter.pointcloud_serialized(_header(FrameType.LIDAR), cloud)),
-                (Image, converter.image_serialized(_header(FrameType.CAMERA), camera)),
-                (Clock, converter.clock_serialized(_header(FrameType.CLOCK, STAMP + k)))]:
+                (PointCloud2, converter.pointcloud_cdr(_header(FrameType.LIDAR), cloud)),
+                (Image, converter.image_cdr(_header(FrameType.CAMERA), camera)),
+                (Clock, converter.clock_cdr(_header(FrameType.CLOCK, STAMP + k)))]:
             msg = deserialize_message(data, kind)
             again = serialize_message(msg)
             assert len(again) == len(data), (kind, k)

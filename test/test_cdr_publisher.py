@@ -1,4 +1,4 @@
-"""SerializedPublisher against a real rclpy graph: the bytes a subscriber receives are the bytes
+"""CdrPublisher against a real rclpy graph: the bytes a subscriber receives are the bytes
 published, through rcl with the GIL released (large messages) and through rclpy (small ones, and
 the fallback). wait_for_all_acked against a subscriber process that stops answering and then
 answers again, through rcl and through rclpy. ROS_DOMAIN_IDs 195 and 196."""
@@ -18,10 +18,10 @@ from sensor_msgs.msg import Image
 from std_msgs.msg import UInt64
 
 from _bridge_support import Graph, Process, ros_env
-from acres_sim import cdr, serialized_publisher
-from acres_sim.serialized_publisher import (
+from acres_sim import cdr, cdr_publisher
+from acres_sim.cdr_publisher import (
     RELEASE_GIL_FROM,
-    SerializedPublisher,
+    CdrPublisher,
     releases_gil,
     wait_for_all_acked,
     why_gil_is_held,
@@ -35,8 +35,8 @@ def test_subscribers_receive_the_published_bytes_on_every_path():
         received: list[bytes] = []
         sub = graph.node.create_subscription(Image, "wire_test", received.append, QoSProfile(depth=50),
                                              raw=True)
-        wire = SerializedPublisher(graph.node.create_publisher(Image, "wire_test", QoSProfile(depth=50)))
-        fallback = SerializedPublisher(wire.publisher)
+        wire = CdrPublisher(graph.node.create_publisher(Image, "wire_test", QoSProfile(depth=50)))
+        fallback = CdrPublisher(wire.publisher)
         fallback._rcl = None  # as where librcl cannot be found: rclpy's publish(bytes)
         graph.spin_until(lambda: sub.get_publisher_count() > 0, 15, "the publisher matched")
         graph.spin_for(0.5)
@@ -84,7 +84,7 @@ while True:
 @pytest.mark.parametrize("path", ["rcl", "rclpy"])
 def test_wait_for_all_acked_waits_for_a_subscriber_that_stopped_answering(path, monkeypatch):
     if path == "rclpy":  # as where librcl cannot be found
-        monkeypatch.setattr(serialized_publisher, "_load", lambda: None)
+        monkeypatch.setattr(cdr_publisher, "_load", lambda: None)
     graph = Graph(196)
     subscriber = Process([sys.executable, "-c", _RELIABLE_SUBSCRIBER], ros_env(196))
     try:

@@ -44,7 +44,7 @@ _UTM = slice(int(Ins.UtmE), int(Ins.UtmQw) + 1)
 _LAT, _LON, _FIX_STATUS = int(Ins.Lat), int(Ins.Lon), int(Ins.FixStatus)
 
 
-class InsWire(NamedTuple):
+class InsCdr(NamedTuple):
     """The serialized messages of one epoch (bytes); None where the epoch publishes nothing."""
 
     fix: bytes
@@ -137,7 +137,7 @@ class InsEncoder:
             self._at[name] = slice(first * 8, (first + len(slots)) * 8)
             first += len(slots)
 
-    def encode(self, sec: int, nanosec: int, values: np.ndarray) -> InsWire:
+    def encode(self, sec: int, nanosec: int, values: np.ndarray) -> InsCdr:
         """The epoch's messages; `values` are the 40 float64 of the INS payload."""
         e = self._epoch
         e[:_ZERO] = values
@@ -165,7 +165,7 @@ class InsEncoder:
         tf = None
         if self._has_tf:
             tf = b"".join((ENCAPSULATION, _ONE_TRANSFORM, stamp, self._tf_frames, blocks[at["tf"]]))
-        return InsWire(
+        return InsCdr(
             fix=fix,
             imu=b"".join((ENCAPSULATION, stamp, self._imu_frame, blocks[at["imu"]])),
             odom=b"".join((ENCAPSULATION, stamp, self._odom_frames, blocks[at["odom"]])),

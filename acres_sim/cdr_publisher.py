@@ -3,7 +3,7 @@
 rclpy's publish() holds the GIL through the middleware's whole write, for a 1.4 MB image about
 0.5 ms with one subscriber; meanwhile the reader thread cannot read the socket or publish /clock.
 rcl itself takes serialized messages (rcl_publish_serialized_message, what rclpy's publish(bytes)
-calls), so SerializedPublisher calls it through ctypes, which lets go of the GIL for the call.
+calls), so CdrPublisher calls it through ctypes, which lets go of the GIL for the call.
 The library is the librcl that rclpy has loaded (found in /proc/self/maps): the same code and
 state, only another way in. Where it cannot be found (not Linux, an rclpy without the publisher's
 `pointer`), publish() falls back to rclpy's publish(bytes): the same bytes on the wire, only with
@@ -105,10 +105,10 @@ def why_gil_is_held(publisher: Any) -> str | None:
             f"({reason}): the same bytes, but the stream reader and /clock wait meanwhile")
 
 
-class SerializedPublisher:
+class CdrPublisher:
     """publish(cdr) for one rclpy publisher; `cdr` is one message serialized, with its
     encapsulation header (the bytes rclpy.serialization.serialize_message returns). One thread
-    publishes through one SerializedPublisher (it reuses one rcl message struct)."""
+    publishes through one CdrPublisher (it reuses one rcl message struct)."""
 
     def __init__(self, publisher: Any):
         self.publisher = publisher
