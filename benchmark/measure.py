@@ -427,7 +427,7 @@ def measure_lockstep(tmp: Path, requests: int, profile: bool = False) -> dict[st
                                        domain, profile)
                 line = learner.wait_line(lambda s: s.startswith("{"), 120)
                 try:  # it leaves the graph by itself: interrupted, its reader would stay matched
-                    learner.popen.wait(30)
+                    learner.proc.wait(30)
                 except subprocess.TimeoutExpired:
                     pass
                 learner.stop()

@@ -16,29 +16,42 @@ from acres_sim.dds import shipped_environment
 from benchmark.workload import process_cpu_s
 
 
-class Proc:
-    """A child process whose output lines are collected by a thread (so it never blocks on a pipe)."""
+REPO = Path(__file__).resolve().parent.parent
 
-    def __init__(self, args: list[str], env: dict[str, str], name: str):
-        self.name = name
+
+class LineNotSeen(AssertionError):
+    """A child process did not print the line waited for (its last lines are in the message)."""
+
+
+class Proc:
+    """A child process (cwd: the checkout) whose combined output is collected line by line by a
+    thread, so that it never blocks on a pipe; the one wrapper of the tests and the benchmark."""
+
+    def __init__(self, args: list[str], env: dict[str, str], name: str | None = None):
+        self.args = args
+        self.name = name or " ".join(args[:4])
         self.lines: list[str] = []
         self._new = threading.Condition()
-        self.popen = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True, bufsize=1)
-        threading.Thread(target=self._read, daemon=True).start()
+        self.proc = subprocess.Popen(args, env=env, cwd=str(REPO), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, bufsize=1)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
-        assert self.popen.stdout is not None
-        for line in self.popen.stdout:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
             with self._new:
                 self.lines.append(line.rstrip("\n"))
                 self._new.notify_all()
+        with self._new:
+            self._new.notify_all()
 
     @property
     def pid(self) -> int:
-        return self.popen.pid
+        return self.proc.pid
 
     def wait_line(self, predicate: Callable[[str], bool], timeout_s: float) -> str:
+        """The first line, printed so far or from now on, that `predicate` accepts."""
         deadline = time.monotonic() + timeout_s
         seen = 0
         with self._new:
@@ -48,26 +61,32 @@ class Proc:
                         return line
                 seen = len(self.lines)
                 left = deadline - time.monotonic()
-                if left <= 0 or self.popen.poll() is not None:
-                    tail = "\n  ".join(self.lines[-15:])
-                    raise RuntimeError(f"{self.name}: expected line not seen in {timeout_s:.0f} s:\n  {tail}")
+                if left <= 0 or (self.proc.poll() is not None and not self._reader.is_alive()):
+                    tail = "\n  ".join(self.lines[-40:])
+                    raise LineNotSeen(f"{self.name}: expected line not seen in {timeout_s:.0f} s:\n  {tail}")
                 self._new.wait(min(left, 0.2))
 
-    def stop(self, timeout_s: float = 10.0) -> int:
-        if self.popen.poll() is None:
-            self.popen.send_signal(signal.SIGINT)
+    def wait_for(self, text: str, timeout_s: float = 20.0) -> str:
+        """The first line that contains `text`."""
+        return self.wait_line(lambda line: text in line, timeout_s)
+
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def stop(self, sig: int = signal.SIGINT, timeout_s: float = 10.0) -> int | None:
+        """Signal it (SIGINT), wait, kill it after `timeout_s`; its exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
             try:
-                self.popen.wait(timeout_s)
+                self.proc.wait(timeout_s)
             except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-        return self.popen.returncode
+                self.proc.kill()
+                self.proc.wait(5)
+        self._reader.join(2)
+        return self.proc.returncode
 
 
 DOMAINS = iter(range(100 + os.getpid() % 50 * 2, 232))
-
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def ros_env(domain: int) -> dict[str, str]:

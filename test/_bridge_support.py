@@ -1,14 +1,13 @@
 """Helpers shared by the sim_bridge tests: free ports, example Hellos, a scripted TSS1 server, a recording
-TCP proxy, and starting sim_bridge / fake_game as subprocesses on an isolated ROS graph."""
+TCP proxy, and starting sim_bridge / fake_game as subprocesses on an isolated ROS graph (through the
+benchmark's child-process wrapper, the one both use)."""
 
 from __future__ import annotations
 
 import json
 import os
-import queue
 import select
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -20,9 +19,10 @@ import numpy as np
 from page_examples import POLARIS_HELLO_JSON
 
 from acres_sim import protocol
-from benchmark.workload import process_cpu_s
 from acres_sim.convert import stamp_to_sec_nanosec
 from acres_sim.protocol import FrameHeader, FrameType
+from benchmark.processes import Proc as Process  # the one child-process wrapper
+from benchmark.workload import process_cpu_s
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -266,56 +266,6 @@ def ros_env(domain_id: int, **extra: str | None) -> dict[str, str]:
         else:
             env[key] = value
     return env
-
-
-class Process:
-    """A subprocess whose combined output is collected line by line in a thread."""
-
-    def __init__(self, args: list[str], env: dict[str, str]):
-        self.args = args
-        self.proc = subprocess.Popen(args, env=env, cwd=str(REPO), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, bufsize=1)
-        self.lines: list[str] = []
-        self._new: queue.Queue[str] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-            self._new.put(line)
-
-    def wait_for(self, text: str, timeout_s: float = 20.0) -> str:
-        deadline = time.monotonic() + timeout_s
-        for line in list(self.lines):
-            if text in line:
-                return line
-        while time.monotonic() < deadline:
-            try:
-                line = self._new.get(timeout=0.1)
-            except queue.Empty:
-                if self.proc.poll() is not None and self._new.empty():
-                    break
-                continue
-            if text in line:
-                return line
-        raise AssertionError(f"{text!r} not seen within {timeout_s} s from {self.args}; output:\n"
-                             + "\n".join(self.lines[-40:]))
-
-    def output(self) -> str:
-        return "\n".join(self.lines)
-
-    def stop(self, sig: int = 2, timeout_s: float = 5.0) -> int | None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._reader.join(2)
-        return self.proc.returncode
 
 
 def start_bridge(port: int, domain_id: int, params: Iterable[str] = (), env_extra: dict | None = None,
