@@ -50,10 +50,10 @@ class Proc:
     def pid(self) -> int:
         return self.proc.pid
 
-    def wait_line(self, predicate: Callable[[str], bool], timeout_s: float) -> str:
-        """The first line, printed so far or from now on, that `predicate` accepts."""
+    def wait_line(self, predicate: Callable[[str], bool], timeout_s: float, start: int = 0) -> str:
+        """The first line from index `start`, printed so far or from now on, that `predicate` accepts."""
         deadline = time.monotonic() + timeout_s
-        seen = 0
+        seen = start
         with self._new:
             while True:
                 for line in self.lines[seen:]:

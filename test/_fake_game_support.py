@@ -3,58 +3,34 @@ log lines collected, and a stream client that reads whole frames with the bridge
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import socket
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 from acres_sim.protocol import FrameHeader
 from acres_sim.stream import FrameReader
+from benchmark.processes import Proc
 
 REPO = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 60.0
 
 
 class FakeGame:
-    """`python -m acres_sim.fake_game` in a subprocess, with its stdout lines collected."""
+    """`python -m acres_sim.fake_game` in a subprocess (the one child-process wrapper, Proc), with
+    its output lines collected."""
 
     def __init__(self, *args: str):
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "acres_sim.fake_game", *args], cwd=REPO,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
-        self.lines: list[str] = []
-        self._cond = threading.Condition()
-        self._reader = threading.Thread(target=self._collect, daemon=True)
-        self._reader.start()
-
-    def _collect(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            with self._cond:
-                self.lines.append(line.rstrip("\n"))
-                self._cond.notify_all()
-        with self._cond:
-            self._cond.notify_all()
+        self._proc = Proc([sys.executable, "-m", "acres_sim.fake_game", *args], dict(os.environ), "fake_game")
+        self.proc = self._proc.proc
+        self.lines = self._proc.lines
 
     def wait_line(self, pattern: str, start: int = 0, timeout: float = TIMEOUT_S) -> re.Match:
-        """The first line from index start that matches pattern (re.search)."""
+        """The match of the first line from index start that matches pattern (re.search)."""
         regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                for line in self.lines[start:]:
-                    match = regex.search(line)
-                    if match:
-                        return match
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or (self.proc.poll() is not None and not self._reader.is_alive()):
-                    raise AssertionError(f"no line matching {pattern!r}; got {self.lines}; "
-                                         f"stderr: {self._stderr()}")
-                self._cond.wait(min(remaining, 0.2))
+        return regex.search(self._proc.wait_line(lambda line: regex.search(line) is not None, timeout, start))
 
     def stream_port(self, agent: str) -> int:
         return int(self.wait_line(rf"^ACRES_SENSOR_STREAM_LISTENING agent={agent} port=(\d+)$").group(1))
@@ -62,25 +38,16 @@ class FakeGame:
     def control_port(self) -> int:
         return int(self.wait_line(r"^ACRES_SIM_CONTROL_LISTENING port=(\d+)$").group(1))
 
-    def _stderr(self) -> str:
-        if self.proc.poll() is None:
-            return "(running)"
-        assert self.proc.stderr is not None
-        return self.proc.stderr.read()
+    def wait(self, timeout: float = TIMEOUT_S) -> tuple[int, str]:
+        """Wait for the process to end by itself; its exit code and its output."""
+        code = self.proc.wait(timeout=timeout)
+        self._proc.stop()  # it has ended: this only waits until its last line is collected
+        return code, self._proc.output()
 
     def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str]:
-        """Signal the process; its exit code and stderr."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            self.proc.wait(timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise
-        self._reader.join(timeout=5)
-        assert self.proc.stderr is not None
-        return self.proc.returncode, self.proc.stderr.read()
+        """Signal the process; its exit code and its output."""
+        code = self._proc.stop(sig, TIMEOUT_S)
+        return code, self._proc.output()
 
 
 class Client:

@@ -309,7 +309,7 @@ def test_duration_ends_the_run(start_game):
     """--duration-s: the run ends by itself at that world time, with STOP lines and exit code 0."""
     game = start_game("--ports", "0,0", "--vehicles", "maxxum,polaris", "--agents", "a1,a2",
                       "--realtime-factor", "0", "--duration-s", "2")
-    code, err = game.proc.wait(timeout=TIMEOUT_S), game.proc.stderr.read()
+    code, err = game.wait()
     assert code == 0, err
     game.wait_line(r"^ACRES_SENSOR_STREAM_STOP agent=a1 queued_mb=0\.0 hello=0/")
     game.wait_line(r"^ACRES_SENSOR_STREAM_STOP agent=a2 ")
