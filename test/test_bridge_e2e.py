@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import socket
 import statistics
 
 import numpy as np
 import pytest
+from _reference_geometry import quat_matrix
 from _bridge_support import (
     Graph,
     RecordingProxy,
@@ -41,15 +41,6 @@ CLOCK_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 def _stamp(header) -> tuple[int, int]:
     return header.stamp.sec, header.stamp.nanosec
-
-
-def _quat_matrix(x: float, y: float, z: float, w: float) -> np.ndarray:
-    # written out here, independent of acres_sim.geometry
-    n = math.sqrt(x * x + y * y + z * z + w * w)
-    x, y, z, w = x / n, y / n, z / n, w / n
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 class Session:
@@ -348,7 +339,7 @@ def test_lidar_ground_points_land_on_the_terrain():
                            "two clouds swept within the ground truth received")
         lidar_tf = next(t.transform for t in statics[0][1].transforms if t.child_frame_id == "lidar")
         rot = lidar_tf.rotation
-        r_bl = _quat_matrix(rot.x, rot.y, rot.z, rot.w)
+        r_bl = quat_matrix((rot.x, rot.y, rot.z, rot.w))
         t_bl = np.array([lidar_tf.translation.x, lidar_tf.translation.y, lidar_tf.translation.z])
         checked = swept_within_truth()[:2]
         odoms = sorted((stamp_s(m), m) for _, m in truths)
@@ -367,7 +358,7 @@ def test_lidar_ground_points_land_on_the_terrain():
             w = ((column_times - times[k]) / (times[k + 1] - times[k]))[:, None]
             p_wb = positions[k] * (1 - w) + positions[k + 1] * w
             q = quats[k] * (1 - w) + quats[k + 1] * w * np.sign((quats[k] * quats[k + 1]).sum(1))[:, None]
-            r_wb = np.array([_quat_matrix(*qi) for qi in q])  # (columns, 3, 3)
+            r_wb = np.array([quat_matrix(qi) for qi in q])  # (columns, 3, 3)
             pts = cells["xyz"].astype(np.float64)  # (columns, rings, 3), NaN without a return
             in_base = pts @ r_bl.T + t_bl
             world = np.einsum("cij,crj->cri", r_wb, in_base) + p_wb[:, None, :]

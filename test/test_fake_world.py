@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyproj import Transformer
 
+from _reference_geometry import mount_matrix, quat_matrix
 from page_examples import POLARIS_HELLO_JSON
 from acres_sim import protocol
 from acres_sim.fake_game.georef import Georeference
@@ -41,35 +42,6 @@ PAGE_POLARIS_HELLO = json.loads(POLARIS_HELLO_JSON)
 
 # ---------------------------------------------------------------------------------------------
 # Independent geometry
-
-
-def rot_x(a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
-
-
-def rot_y(a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
-
-
-def rot_z(a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-
-def mount_matrix(rpy_deg) -> np.ndarray:
-    roll, pitch, yaw = (math.radians(v) for v in rpy_deg)
-    return rot_z(yaw) @ rot_y(pitch) @ rot_x(roll)
-
-
-def quat_matrix(q) -> np.ndarray:
-    x, y, z, w = q
-    return np.array([
-        [w * w + x * x - y * y - z * z, 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), w * w - x * x + y * y - z * z, 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z],
-    ])
 
 
 def sensor_to_world(sim: AgentSimulator, t: float, position_flu_m, rpy_deg) -> tuple[np.ndarray, np.ndarray]:

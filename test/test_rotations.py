@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _reference_geometry import mount_matrix, rot_x, rot_y, rot_z
+
 from acres_sim.rotations import (
     matrix_to_quaternion,
     quaternion_about_z,
@@ -23,41 +25,15 @@ from acres_sim.rotations import (
 angles = st.floats(min_value=-180.0, max_value=180.0, allow_nan=False)
 
 
-def _rx(a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[1, 0, 0], [0, c, -s], [0, s, c]])
-
-
-def _ry(a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
-
-
-def _rz(a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
-
-
 def _axis_angle(axis: tuple[float, float, float], angle: float) -> np.ndarray:
     s = math.sin(angle / 2.0)
     return np.array([axis[0] * s, axis[1] * s, axis[2] * s, math.cos(angle / 2.0)])
 
 
-def _hamilton(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return np.array([
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-        aw * bw - ax * bx - ay * by - az * bz,
-    ])
-
-
 def _independent_quaternion(rpy_deg: tuple[float, float, float]) -> np.ndarray:
     roll, pitch, yaw = (math.radians(a) for a in rpy_deg)
-    q = _hamilton(_hamilton(_axis_angle((0, 0, 1), yaw), _axis_angle((0, 1, 0), pitch)),
-                  _axis_angle((1, 0, 0), roll))
+    q = quaternion_multiply(quaternion_multiply(_axis_angle((0, 0, 1), yaw), _axis_angle((0, 1, 0), pitch)),
+                            _axis_angle((1, 0, 0), roll))
     return q if q[3] >= 0 else -q
 
 
@@ -66,7 +42,7 @@ def test_polaris_camera_mount_matches_composed_axis_angles_and_matrices():
     q = rpy_deg_to_quaternion(rpy)
     np.testing.assert_allclose(q, _independent_quaternion(rpy), atol=1e-15)
     roll, pitch, yaw = (math.radians(a) for a in rpy)
-    np.testing.assert_allclose(quaternion_to_matrix(q), _rz(yaw) @ _ry(pitch) @ _rx(roll), atol=1e-15)
+    np.testing.assert_allclose(quaternion_to_matrix(q), rot_z(yaw) @ rot_y(pitch) @ rot_x(roll), atol=1e-15)
 
 
 @given(angles, angles, angles)
@@ -75,7 +51,7 @@ def test_rpy_quaternion_is_unit_canonical_and_matches_rz_ry_rx(roll, pitch, yaw)
     assert q.shape == (4,)
     assert abs(np.linalg.norm(q) - 1.0) < 1e-15
     assert q[3] >= 0.0
-    expected = _rz(math.radians(yaw)) @ _ry(math.radians(pitch)) @ _rx(math.radians(roll))
+    expected = rot_z(math.radians(yaw)) @ rot_y(math.radians(pitch)) @ rot_x(math.radians(roll))
     np.testing.assert_allclose(quaternion_to_matrix(q), expected, atol=1e-14)
     independent = _independent_quaternion((roll, pitch, yaw))
     if abs(q[3]) > 1e-9:  # at w == 0 the canonical sign is not defined by w alone
@@ -126,8 +102,7 @@ def test_bad_rpy_is_refused():
 @given(angles, angles, angles)
 def test_the_matrix_and_the_quaternion_spellings_agree(roll, pitch, yaw):
     m = rpy_matrix(math.radians(roll), math.radians(pitch), math.radians(yaw))
-    np.testing.assert_allclose(m, _rz(math.radians(yaw)) @ _ry(math.radians(pitch)) @ _rx(math.radians(roll)),
-                               atol=1e-14)
+    np.testing.assert_allclose(m, mount_matrix((roll, pitch, yaw)), atol=1e-14)
     q = rpy_deg_to_quaternion((roll, pitch, yaw))
     np.testing.assert_allclose(quaternion_to_matrix(matrix_to_quaternion(m)), m, atol=1e-12)
     if abs(q[3]) > 1e-6:  # at w == 0 the canonical sign is not defined by w alone
@@ -137,4 +112,4 @@ def test_the_matrix_and_the_quaternion_spellings_agree(roll, pitch, yaw):
 def test_quaternion_about_z_and_the_product_compose_as_matrices():
     a, b = quaternion_about_z(0.3), rpy_deg_to_quaternion((10.0, -20.0, 30.0))
     np.testing.assert_allclose(quaternion_to_matrix(quaternion_multiply(a, b)),
-                               _rz(0.3) @ quaternion_to_matrix(b), atol=1e-14)
+                               rot_z(0.3) @ quaternion_to_matrix(b), atol=1e-14)
