@@ -90,7 +90,7 @@ def choose_profile(environ: MutableMapping[str, str], share_dir: ShareLookup | N
         return ProfileChoice(None, None, False, None, f"RMW_IMPLEMENTATION={rmw} is not Fast DDS",
                              fast_dds=False)
     generation = fast_dds_generation(share_dir)
-    variable = GENERATIONS[generation or DEFAULT_GENERATION][0]
+    variable, shipped_name = GENERATIONS[generation or DEFAULT_GENERATION]
     override = environ.get(OVERRIDE_VARIABLE, "").strip()
     if override.lower() == "off":
         return ProfileChoice(None, None, False, generation, f"{OVERRIDE_VARIABLE}=off")
@@ -103,10 +103,9 @@ def choose_profile(environ: MutableMapping[str, str], share_dir: ShareLookup | N
     for users in (FASTDDS_VARIABLE, LEGACY_VARIABLE):
         if environ.get(users):
             return ProfileChoice(environ[users], users, False, generation, f"from {users}, set by the user")
-    path = shipped_profile(generation or DEFAULT_GENERATION, share_dir)
+    path = config_path(shipped_name, share_dir)
     if path is None:
-        return ProfileChoice(None, None, False, generation,
-                             f"{GENERATIONS[generation or DEFAULT_GENERATION][1]} not found")
+        return ProfileChoice(None, None, False, generation, f"{shipped_name} not found")
     return ProfileChoice(str(path), variable, True, generation, "shipped with acres_sim")
 
 
@@ -177,8 +176,7 @@ def report(choice: ProfileChoice, in_force: InForce) -> tuple[bool, str]:
     if in_force.large_data:
         return True, (f"DDS profile in force: {asked}; {in_force.library} mapped a "
                       f"{_mb(in_force.segment_bytes)} shared-memory segment for large messages")
-    generation = choice.generation or DEFAULT_GENERATION
-    fix_variable, fix_name = GENERATIONS[generation]
+    fix_variable, fix_name = GENERATIONS[choice.generation or DEFAULT_GENERATION]
     if choice.path and choice.generation == 2 and choice.variable == FASTDDS_VARIABLE:
         why = f"{in_force.library} does not read {choice.variable}"
     elif choice.path:
@@ -190,5 +188,4 @@ def report(choice: ProfileChoice, in_force: InForce) -> tuple[bool, str]:
                    f"({why}). Lost: clouds and images go out as fragmented UDP (late, some lost), and "
                    f"sim/barrier may wait up to 3 s for periodic heartbeats. Fix: unset {FASTDDS_VARIABLE}, "
                    f"{LEGACY_VARIABLE} and {OVERRIDE_VARIABLE} so the bridge applies its own profile, "
-                   "or point "
-                   f"{fix_variable} at acres_sim's config/{fix_name}")
+                   f"or point {fix_variable} at acres_sim's config/{fix_name}")
