@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from acres_sim.message_types import message_type  # noqa: F401 -- for the bench processes
-
 
 def bridge_topics(hello: Any, namespace: str = "", clock: bool = True) -> list[list[str]]:
     """[absolute topic, type name, qos kind] of every topic one bridge publishes for this Hello at
@@ -14,8 +12,6 @@ def bridge_topics(hello: Any, namespace: str = "", clock: bool = True) -> list[l
     from acres_sim.topics import topic_plan
 
     spec = [["/clock", "Clock", "clock"]] if clock else []
-    for topic, (type_name, kind) in topic_plan(hello, config_from_values({})).items():
-        if topic.endswith("/compressed"):
-            continue
+    for topic, (type_name, kind) in topic_plan(hello, config_from_values({}), jpeg=False).items():
         spec.append([topic if topic.startswith("/") else f"{namespace}/{topic}", type_name, kind])
     return spec

@@ -49,7 +49,7 @@ class PrebuiltMessages:
         import rclpy
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-        from benchmark.messages import message_type
+        from acres_sim.message_types import message_type
         from benchmark.workload import polaris_period
         from acres_sim.bridge import CLOCK_QOS, TF_QOS
         from acres_sim.convert import FrameConverter, stamp_to_sec_nanosec

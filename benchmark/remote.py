@@ -26,6 +26,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from acres_sim import dds
 from benchmark.measure import GROUPS, latencies, summary
 from benchmark.processes import Proc, ros_env
 from benchmark.messages import bridge_topics
@@ -109,13 +110,13 @@ class TestHosts:
 
 
 def _env(domain: int, **extra: str) -> dict[str, str]:
+    """ros_env without the profile variables of the calling shell, with discovery over the subnet
+    (the link between the two namespaces; nothing else is on it)."""
     env = ros_env(domain)
-    for variable in ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE",
-                     "FASTDDS_BUILTIN_TRANSPORTS", "ACRES_SIM_DDS_PROFILE", "ROS_STATIC_PEERS"):
+    for variable in (dds.FASTDDS_VARIABLE, dds.LEGACY_VARIABLE, dds.OVERRIDE_VARIABLE,
+                     "FASTDDS_BUILTIN_TRANSPORTS", "ROS_STATIC_PEERS"):
         env.pop(variable, None)
-    # Discovery reaches the other namespace only over the subnet; nothing else is on it.
-    env.update(ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="SUBNET", PYTHONUNBUFFERED="1",
-               **extra)
+    env.update(ROS_AUTOMATIC_DISCOVERY_RANGE="SUBNET", **extra)
     return env
 
 
@@ -125,11 +126,8 @@ def measure_remote(seconds: float, tmp: Path, domain: int = 230, rate: str | Non
     max in ms, messages sent and lost, and `share`, its received count over the local reliable
     subscriber's. `remote_profile`: a Fast DDS profile file the remote subscribers load (through
     the variable of this machine's Fast DDS generation), None for their defaults."""
-    from acres_sim import dds
-
     period = polaris_period()
     spec = bridge_topics(period.hello, "/polaris")
-    spec = [entry for entry in spec if entry[0] != "/clock"] + [["/clock", "Clock", "clock"]]
     sent_out = tmp / "remote_sent.json"
     procs: list[Proc] = []
     with TestHosts(rate=rate) as hosts:

@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-    from benchmark.messages import message_type
+    from acres_sim.message_types import message_type
 
     spec, out = json.loads(argv[0]), argv[1]
     raw, best_effort = "raw" in argv[2:], "best_effort" in argv[2:]

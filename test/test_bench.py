@@ -119,7 +119,8 @@ def test_raw_subscriber_reads_the_stamps_the_messages_carry():
     bench subscribes to, with frame names of every length modulo 4 (CDR string alignment)."""
     from rclpy.serialization import serialize_message
 
-    from benchmark.messages import bridge_topics, message_type
+    from acres_sim.message_types import message_type
+    from benchmark.messages import bridge_topics
     from benchmark.subscriber import _stamp_of, raw_child_frame, raw_stamp_of
 
     types = {type_name for _topic, type_name, _kind in bridge_topics(polaris_period().hello)} | {"UInt64"}
