@@ -10,11 +10,6 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DISTRO="${ACRES_ROS_DISTRO:-jazzy}"
-case "$DISTRO" in
-  jazzy|kilted) ;;
-  *) printf 'bootstrap: error: ACRES_ROS_DISTRO=%s: the self-installed environment is jazzy or kilted\n' "$DISTRO" >&2
-     exit 1 ;;
-esac
 VENV="$ROOT/.venv-$DISTRO"
 ENV_FILE="$ROOT/.acres_env.sh"
 TOOLS="$ROOT/tools"
@@ -51,6 +46,10 @@ EOS
 fi
 
 # --- Otherwise: the self-installed environment -------------------------------------------------
+case "$DISTRO" in
+  jazzy|kilted) ;;
+  *) die "ACRES_ROS_DISTRO=$DISTRO: the self-installed environment is jazzy or kilted" ;;
+esac
 PYTHON="${ACRES_PYTHON:-}"
 if [ -z "$PYTHON" ]; then
   for candidate in python3.11 python3.12 python3.13 python3.10 python3; do
