@@ -28,6 +28,7 @@ setup(
             "sim_bridge = acres_sim.bridge:main",
             "fake_game = acres_sim.fake_game.node:main",
             "snapshot = acres_sim.snapshot:main",
+            "sim_control = acres_sim.sim_control:main",
         ],
     },
 )

@@ -2,7 +2,8 @@
 
 agents "polaris,maxxum" and ports "5601,5602" -> one sim_bridge per agent in namespace /<agent>;
 frame_prefix "<agent>/" when there is more than one agent; /clock from the first agent only;
-optionally fake_game serving those agents on those ports and rviz2.
+optionally fake_game serving those agents on those ports, sim_control on the control channel
+(control_port > 0; fake_game then opens it, held from the start with lockstep) and rviz2.
 """
 
 from __future__ import annotations
@@ -41,15 +42,28 @@ class FakeGamePlan:
     ports: tuple[int, ...]
     vehicles: tuple[str, ...]
     agents: tuple[str, ...]
+    control_port: int = 0
+    lockstep: bool = False
 
     def parameters(self) -> dict[str, object]:
-        return {"ports": list(self.ports), "vehicles": list(self.vehicles), "agents": list(self.agents)}
+        return {"ports": list(self.ports), "vehicles": list(self.vehicles), "agents": list(self.agents),
+                "control_port": self.control_port, "lockstep": self.lockstep}
+
+
+@dataclass(frozen=True)
+class SimControlPlan:
+    control_port: int
+    agents: tuple[str, ...]
+
+    def parameters(self) -> dict[str, object]:
+        return {"control_port": self.control_port, "agents": list(self.agents)}
 
 
 @dataclass(frozen=True)
 class LaunchPlan:
     bridges: tuple[BridgePlan, ...]
     fake_game: FakeGamePlan | None
+    sim_control: SimControlPlan | None
     rviz: bool
     use_sim_time: bool
     log_level: str
@@ -75,7 +89,8 @@ def parse_bool(name: str, text: str | bool) -> bool:
 def plan_launch(agents: str = "polaris", ports: str = "5601", host: str = "127.0.0.1",
                 fake_game: str | bool = "false", rviz: str | bool = "false",
                 use_sim_time: str | bool = "true", log_level: str = "info",
-                vehicles: str = "") -> LaunchPlan:
+                vehicles: str = "", control_port: str | int = "0",
+                lockstep: str | bool = "false") -> LaunchPlan:
     names = split_list(agents)
     if not names:
         raise LaunchPlanError("launch argument agents is empty")
@@ -103,14 +118,28 @@ def plan_launch(agents: str = "polaris", ports: str = "5601", host: str = "127.0
         BridgePlan(agent=name, port=port, namespace=f"/{name}", frame_prefix=f"{name}/" if several else "",
                    publish_clock=index == 0)
         for index, (name, port) in enumerate(zip(names, port_numbers)))
+    try:
+        control = int(str(control_port).strip())
+    except ValueError:
+        raise LaunchPlanError(
+            f"launch argument control_port must be an integer, got {control_port!r}") from None
+    if not 0 <= control <= 65535 or control in port_numbers:
+        raise LaunchPlanError(f"control_port must be 0 (none) or a port in 1..65535 other than the stream "
+                              f"ports, got {control}")
+    held = parse_bool("lockstep", lockstep)
     game = None
     if parse_bool("fake_game", fake_game):
         vehicle_names = split_list(vehicles) or names
         if len(vehicle_names) != len(names):
             raise LaunchPlanError(
                 f"launch argument vehicles needs one vehicle per agent, got {vehicle_names}")
-        game = FakeGamePlan(tuple(port_numbers), tuple(vehicle_names), tuple(names))
-    return LaunchPlan(bridges=bridges, fake_game=game, rviz=parse_bool("rviz", rviz),
+        if held and not control:
+            raise LaunchPlanError("lockstep:=true needs a control_port (the world moves on step requests)")
+        game = FakeGamePlan(tuple(port_numbers), tuple(vehicle_names), tuple(names), control, held)
+    elif held:
+        raise LaunchPlanError("lockstep:=true is for fake_game:=true (the real game is held by -Lockstep)")
+    sim_control = SimControlPlan(control, tuple(names)) if control else None
+    return LaunchPlan(bridges=bridges, fake_game=game, sim_control=sim_control, rviz=parse_bool("rviz", rviz),
                       use_sim_time=parse_bool("use_sim_time", use_sim_time), log_level=level, host=host)
 
 

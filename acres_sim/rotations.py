@@ -104,3 +104,14 @@ def quaternion_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         aw * bz + ax * by - ay * bx + az * bw,
         aw * bw - ax * bx - ay * by - az * bz,
     ])
+
+
+def rotation_vector_matrix(rotation_vector: Sequence[float]) -> np.ndarray:
+    """3x3 matrix of a rotation by |v| radians about the axis v (Rodrigues)."""
+    v = np.asarray(rotation_vector, dtype=np.float64)
+    angle = float(np.linalg.norm(v))
+    if angle < 1e-12:
+        return np.eye(3)
+    kx, ky, kz = v / angle
+    k = np.array([[0.0, -kz, ky], [kz, 0.0, -kx], [-ky, kx, 0.0]])
+    return np.eye(3) + math.sin(angle) * k + (1.0 - math.cos(angle)) * (k @ k)

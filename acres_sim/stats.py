@@ -56,7 +56,7 @@ class TypeSnapshot:
 @dataclass(frozen=True)
 class StatsSnapshot:
     time: float  # time.monotonic() of the snapshot
-    sim_time: float  # latest stamp seen on the stream (world time), NaN before any frame
+    sim_time: float  # world time: the last Clock's stamp, or a later frame's; NaN before any frame
     types: dict[int, TypeSnapshot]
     bad_frames: int  # all bad frames, including those whose type is unknown
     reconnects: int
@@ -140,7 +140,9 @@ class StreamStats:
             c.bytes += nbytes
             if frame_type != FrameType.HELLO:  # the Hello's stamp is 0 (or the Core's world time)
                 c.last_stamp = stamp
-                if not stamp <= self._sim_time:  # also true while _sim_time is NaN
+                # The Clock frames are the world's time, in order: they set it, also back after a
+                # TIME reset. The others (renders arrive after the clocks of later steps) raise it.
+                if frame_type == FrameType.CLOCK or not stamp <= self._sim_time:  # NaN: not <=
                     self._sim_time = stamp
             i = c.lat_next
             c.lat_time[i] = now

@@ -16,6 +16,10 @@ Measurements (names for --only):
             no-op publishers to one such subscriber (what is lost there is the subscriber's)
   lockstep  a learner stepping fake_game 12 steps at a time as fast as it can: waiting for
             sim/barrier through ROS vs waiting only for the control channel's reply
+  simcontrol a learner written only with ROS (sim_control's step_simulation of 12 steps, then the
+            step's cloud, image and odometry from its own subscriptions) against a learner on the
+            control channel alone, one and two agents, a reliable subscriber on every topic; with
+            the users' default readers and with everyone loading the bridge's profile
   fakegame  fake_game's CPU for one Polaris in real time with full rendering, and the time from a
             first client's connect to its first 1 s of frames at full rate
   remote    a reliable and a best-effort subscriber on a second host (a network namespace joined
@@ -45,11 +49,13 @@ from benchmark.measure import (
     measure_remote_both,
     measure_throughput,
 )
+from benchmark.measure_control import measure_sim_control
 from benchmark.report import machine, print_report
 from benchmark.verdicts import verdicts
 from benchmark.workload import polaris_period
 
-MEASUREMENTS = ("raw", "ingest", "convert", "polaris", "agents4", "lockstep", "fakegame", "remote")
+MEASUREMENTS = ("raw", "ingest", "convert", "polaris", "agents4", "lockstep", "simcontrol", "fakegame",
+                "remote")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
                  "agents4": lambda: measure_agents(period, args.seconds, tmp),
                  "lockstep": lambda: {"default": measure_lockstep(tmp, args.lockstep_requests),
                                       "profile": measure_lockstep(tmp, args.lockstep_requests, True)},
+                 "simcontrol": lambda: {
+                     f"{n}_{variant}": measure_sim_control(tmp, args.lockstep_requests, n,
+                                                           profile=variant == "profile")
+                     for n in (1, 2) for variant in ("default", "profile")},
                  "fakegame": lambda: measure_fake_game(args.seconds),
                  "remote": lambda: measure_remote_both(args.seconds, tmp)}
         for name in MEASUREMENTS:

@@ -72,6 +72,12 @@ def print_report(r: dict[str, Any]) -> None:
             facts.add_row(f"lockstep steps/s, {label}: ROS / control only",
                           f"{s['ros_steps_per_s']:.0f} / {s['control_steps_per_s']:.0f}")
             facts.add_row("  reply -> sim/barrier", f"{s['reply_to_barrier_ms']:.1f} ms")
+    for key, c in r.get("simcontrol", {}).items():
+        agents, variant = key.split("_")
+        label = "default readers" if variant == "default" else "everyone loads the profile"
+        facts.add_row(f"step_simulation learner, {agents} agent(s), {label}: ROS / control only",
+                      f"{c['ros_steps_per_s']:.0f} / {c['control_steps_per_s']:.0f} steps/s")
+        facts.add_row("  call -> answer p50 / p99", f"{c['answer_ms_p50']:.1f} / {c['answer_ms_p99']:.1f} ms")
     if "fakegame" in r:
         g = r["fakegame"]
         facts.add_row("fake_game full rendering CPU", f"{g['cpu_pct']:.0f} % of a core")

@@ -26,6 +26,7 @@ TARGETS = {
     "4 no-op publishers p99 / floor p99": ("info", 0.0),
     "lockstep ROS / control only": (">=", 0.8),
     "lockstep ROS / control only (learner loads the profile)": ("info", 0.0),
+    "step_simulation learner / control channel alone": (">=", 0.5),
     "fake_game CPU (% of a core)": ("<=", 60.0),
     "remote / local messages, remote host loads fastdds_remote_host.xml": (">=", 0.99),
     "remote / local messages, remote host's defaults": ("info", 0.0),
@@ -77,6 +78,10 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, float, str, bool | None]]:
         rows.append(("lockstep ROS / control only (default subscriber)", r["lockstep"]["default"]["ratio"]))
         rows.append(("lockstep ROS / control only (learner loads the profile)",
                      r["lockstep"]["profile"]["ratio"]))
+    for key, c in r.get("simcontrol", {}).items():
+        agents, variant = key.split("_")
+        rows.append((f"step_simulation learner / control channel alone ({agents} agent(s), {variant})",
+                     c["ratio"]))
     if "fakegame" in r:
         rows.append(("fake_game CPU (% of a core)", r["fakegame"]["cpu_pct"]))
     for variant, label in (("remote_profile", "remote host loads fastdds_remote_host.xml"),

@@ -1,7 +1,9 @@
-"""Start one sim_bridge per agent (namespace /<agent>), optionally fake_game and rviz2.
+"""Start one sim_bridge per agent (namespace /<agent>), optionally fake_game, sim_control and rviz2.
 
     ros2 launch acres_sim bridge.launch.py
     ros2 launch acres_sim bridge.launch.py agents:=polaris,maxxum ports:=5601,5602 fake_game:=true rviz:=true
+    ros2 launch acres_sim bridge.launch.py agents:=polaris,maxxum ports:=5601,5602 fake_game:=true \
+        lockstep:=true control_port:=5700
 
 The comma lists are split at launch time (OpaqueFunction); the planning itself is
 acres_sim.launch_plan.plan_launch, plain Python that the tests run without launch installed.
@@ -24,6 +26,8 @@ ARGUMENTS = (
     ("use_sim_time", "true", "use_sim_time for rviz2 (the bridges themselves run on wall time)."),
     ("params_file", config_file("bridge.yaml"), "sim_bridge parameters file."),
     ("log_level", "info", "Log level of the started nodes: debug, info, warn, error, fatal."),
+    ("control_port", "0", "Control channel port: > 0 starts sim_control (and fake_game opens the channel)."),
+    ("lockstep", "false", "true: fake_game starts held; the world moves on step requests (control_port)."),
 )
 
 
@@ -31,7 +35,8 @@ def _nodes(context):
     value = {name: LaunchConfiguration(name).perform(context) for name, _, _ in ARGUMENTS}
     plan = plan_launch(agents=value["agents"], ports=value["ports"], host=value["host"],
                        fake_game=value["fake_game"], rviz=value["rviz"], use_sim_time=value["use_sim_time"],
-                       log_level=value["log_level"], vehicles=value["vehicles"])
+                       log_level=value["log_level"], vehicles=value["vehicles"],
+                       control_port=value["control_port"], lockstep=value["lockstep"])
     log_args = ["--ros-args", "--log-level", plan.log_level]
     actions = []
     if plan.fake_game is not None:
@@ -42,6 +47,9 @@ def _nodes(context):
                             namespace=bridge.namespace, output="screen",
                             parameters=[value["params_file"], bridge.parameters(plan.host)],
                             arguments=log_args))
+    if plan.sim_control is not None:
+        actions.append(Node(package="acres_sim", executable="sim_control", name="sim_control",
+                            output="screen", parameters=[plan.sim_control.parameters()], arguments=log_args))
     if plan.rviz:
         actions.append(Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
                             arguments=["-d", config_file("acres_sim.rviz"), *log_args],

@@ -239,3 +239,72 @@ def test_epoch_is_the_first_step_at_or_after_its_due_time(hz, epoch):
 def test_world_time_is_not_accumulated():
     assert world_time(12) == 0.1 and world_time(36) == 0.3
     assert world_time(120 * 3600 * 24) == 86400.0
+
+
+def _step_frames(control: Control, client: Client, steps: int) -> dict[FrameType, list]:
+    assert control.request(op="step", steps=steps)["ok"]
+    frames: dict[FrameType, list] = {}
+    for h, p in client.until_barrier():
+        frames.setdefault(h.frame_type, []).append((h.stamp, bytes(p)))
+    return frames
+
+
+def test_reset_all_repeats_a_fresh_start_and_time_reset_goes_on_from_where_it_is(lockstep_game):
+    game, stream, control_port = lockstep_game("--port", "0", "--vehicle", "maxxum")
+    control, client = Control(control_port), Client(stream)
+    client.read()  # the Hello
+    fresh = _step_frames(control, client, 24)
+    _step_frames(control, client, 36)
+    assert control.request(op="reset", scope="all") == {"ok": True, "step": 0, "time_s": 0.0}
+    again = _step_frames(control, client, 24)
+    # as launched: the same stamps and the same bytes (truth, noise, clouds) as the first 24 steps
+    # (renders on two workers may finish in either order)
+    for kind in (FrameType.CLOCK, FrameType.INS, FrameType.LIDAR):
+        assert sorted(again[kind]) == sorted(fresh[kind]) and len(fresh[kind]) > 1, kind
+    before = control.request(op="get_state", agent="maxxum")
+    assert control.request(op="reset", scope="time")["step"] == 0
+    after = control.request(op="get_state", agent="maxxum")
+    assert after["time_s"] == 0.0 and after["position"] == before["position"]
+    later = _step_frames(control, client, 12)
+    assert [stamp for stamp, _ in later[FrameType.LIDAR]] == [0.1]  # the clock starts again
+    moved = control.request(op="get_state", agent="maxxum")["position"]
+    assert moved != before["position"]  # and the vehicle drives on from where it was
+    control.close()
+    client.close()
+    assert game.stop()[0] == 0
+
+
+def test_set_state_holds_the_agent_and_errors_keep_the_channel(lockstep_game):
+    game, stream, control_port = lockstep_game("--port", "0", "--vehicle", "maxxum", "--no-noise")
+    control, client = Control(control_port), Client(stream)
+    client.read()
+    placed = control.request(op="set_state", agent="maxxum", position=[3.0, 4.0, 0.5],
+                             orientation=[0.0, 0.0, 0.0, 2.0], linear_velocity=[1.0, 0.0, 0.0])
+    assert placed["ok"] and placed["held"] and placed["orientation"] == [0.0, 0.0, 0.0, 1.0]
+    frames = _step_frames(control, client, 12)
+    ins = np.frombuffer(frames[FrameType.INS][-1][1], "<f8")
+    from acres_sim.protocol import Ins
+    # the truth of the last epoch (stamped 0.1 s): 0.1 s of 1 m/s east from the placed pose
+    assert ins[Ins.TruthEnuX:Ins.TruthEnuZ + 1] == pytest.approx([3.1, 4.0, 0.5], abs=1e-9)
+    assert control.request(op="get_state", agent="maxxum")["position"] == pytest.approx([3.1, 4.0, 0.5])
+    for request, code in (
+            ({"op": "get_state", "agent": "nobody"}, "not_found"),
+            ({"op": "set_state", "agent": "maxxum", "position": [0, 0], "orientation": [0, 0, 0, 1]},
+             "invalid_pose"),
+            ({"op": "set_state", "agent": "maxxum", "position": [0, 0, 0], "orientation": [0, 0, 0, 0]},
+             "invalid_pose"),
+            ({"op": "set_state", "agent": "maxxum", "position": [1e6, 0, 0], "orientation": [0, 0, 0, 1]},
+             "invalid_pose"),
+            ({"op": "reset", "scope": "spawned"}, "bad_request")):
+        answer = control.request(**request)
+        assert answer["ok"] is False and answer["code"] == code and answer["error"], request
+    assert control.request(op="play")["ok"]
+    refused = control.request(op="step", steps=1, paused_only=True)
+    assert refused["ok"] is False and refused["code"] == "incorrect_state"
+    assert control.request(op="pause")["ok"]
+    assert control.request(op="step", steps=1, paused_only=True)["ok"]
+    assert control.request(op="reset", scope="state")["ok"]  # back on the route
+    assert control.request(op="get_state", agent="maxxum")["held"] is False
+    control.close()
+    client.close()
+    assert game.stop()[0] == 0

@@ -34,8 +34,18 @@ def test_two_agents_get_prefixes_and_only_the_first_publishes_clock():
         ("polaris", 5601, "/polaris", "polaris/", True), ("maxxum", 5602, "/maxxum", "maxxum/", False)]
     assert plan.fake_game is not None
     assert plan.fake_game.parameters() == {"ports": [5601, 5602], "vehicles": ["polaris", "maxxum"],
-                                           "agents": ["polaris", "maxxum"]}
-    assert plan.rviz and plan.log_level == "debug"
+                                           "agents": ["polaris", "maxxum"], "control_port": 0,
+                                           "lockstep": False}
+    assert plan.rviz and plan.log_level == "debug" and plan.sim_control is None
+
+
+def test_a_lockstep_session_driven_from_ros():
+    plan = plan_launch(agents="polaris,maxxum", ports="5601,5602", fake_game="true", lockstep="true",
+                       control_port="5700")
+    assert plan.fake_game.parameters()["control_port"] == 5700 and plan.fake_game.parameters()["lockstep"]
+    assert plan.sim_control.parameters() == {"control_port": 5700, "agents": ["polaris", "maxxum"]}
+    real_game = plan_launch(control_port=5700)  # sim_control for the real game's channel
+    assert real_game.fake_game is None and real_game.sim_control.agents == ("polaris",)
 
 
 def test_vehicles_can_differ_from_agent_names():
@@ -52,6 +62,11 @@ def test_vehicles_can_differ_from_agent_names():
     ({"agents": "", "ports": ""}, "empty"),
     ({"fake_game": "maybe"}, "fake_game"),
     ({"log_level": "loud"}, "log_level"),
+    ({"control_port": "x"}, "control_port"),
+    ({"control_port": "5601"}, "other than the stream ports"),
+    ({"control_port": "70000"}, "control_port"),
+    ({"fake_game": "true", "lockstep": "true"}, "needs a control_port"),
+    ({"lockstep": "true", "control_port": "5700"}, "fake_game:=true"),
 ])
 def test_bad_arguments_say_what_is_wrong(kwargs, message):
     with pytest.raises(LaunchPlanError, match=message):
@@ -68,7 +83,7 @@ def test_launch_file_declares_the_interface_arguments():
                      and any(getattr(t, "id", "") == "ARGUMENTS" for t in node.targets))
     names = {elt.elts[0].value for elt in arguments.value.elts}
     assert {"agents", "ports", "host", "fake_game", "rviz", "use_sim_time", "params_file",
-            "log_level"} <= names
+            "log_level", "control_port", "lockstep"} <= names
 
 
 def test_rviz_config_has_the_displays():
@@ -117,3 +132,11 @@ def test_launch_description_two_agents_with_fake_game_and_rviz():
     assert [(n.node_package, n.node_executable) for n in nodes] == [
         ("acres_sim", "fake_game"), ("acres_sim", "sim_bridge"), ("acres_sim", "sim_bridge"),
         ("rviz2", "rviz2")]
+
+
+def test_launch_description_lockstep_session_starts_sim_control():
+    nodes = _generated_nodes({"agents": "polaris,maxxum", "ports": "5601,5602", "fake_game": "true",
+                              "lockstep": "true", "control_port": "5700"})
+    assert [(n.node_package, n.node_executable) for n in nodes] == [
+        ("acres_sim", "fake_game"), ("acres_sim", "sim_bridge"), ("acres_sim", "sim_bridge"),
+        ("acres_sim", "sim_control")]

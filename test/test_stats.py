@@ -30,6 +30,21 @@ def test_frames_bytes_and_simulation_time_are_counted_per_type():
     assert snap.type(FrameType.CAMERA).frames == 0 and math.isnan(snap.type(FrameType.CAMERA).last_stamp)
 
 
+def test_simulation_time_follows_the_clock_back_after_a_time_reset():
+    stats = StreamStats()
+    _clocks(stats, 240, t0=1 / 120, wall0=0.0)  # two seconds
+    before = stats.snapshot(now=2.0)
+    stats.frame(FrameType.LIDAR, 1000, 1.9, 0.004, now=2.0)  # a late render does not pull it back
+    assert stats.snapshot(now=2.0).sim_time == pytest.approx(2.0)
+    _clocks(stats, 12, t0=1 / 120, wall0=2.0)  # the world clock starts again at 0
+    after = stats.snapshot(now=2.1)
+    assert after.sim_time == pytest.approx(0.1)
+    rates = window(before, after)  # a window across the jump has no simulation rate, not a negative one
+    assert math.isnan(rates.sim_rate_hz[FrameType.CLOCK]) and rates.rate_hz[FrameType.CLOCK] > 0
+    _clocks(stats, 120, t0=0.1 + 1 / 120, wall0=2.1)
+    assert window(after, stats.snapshot(now=3.1)).sim_rate_hz[FrameType.CLOCK] == pytest.approx(120.0)
+
+
 def test_a_window_gives_wall_and_simulation_rates_and_new_problems():
     stats = StreamStats()
     _clocks(stats, 120, t0=0.0, wall0=0.0)

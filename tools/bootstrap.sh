@@ -4,8 +4,8 @@
 # With a sourced ROS 2 distribution (ROS_DISTRO set and rclpy importable) it uses that and only
 # checks for the tools the project needs. Otherwise it builds a git-ignored .venv-<distro> from the
 # pinned ROS 2 wheels of PyPI for ACRES_ROS_DISTRO (jazzy, the default, or kilted), generates
-# tf2_msgs (no wheel exists) with the wheels' own rosidl toolchain, and writes .acres_env.sh, the
-# one file to source. A second run finds its stamp and returns in seconds.
+# tf2_msgs and simulation_interfaces (no wheels exist) with the wheels' own rosidl toolchain, and
+# writes .acres_env.sh, the one file to source. A second run finds its stamp and returns in seconds.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,7 +27,8 @@ if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" >/dev/null 2>&1; then
   fi
   missing=()
   command -v colcon >/dev/null 2>&1 || missing+=("colcon (apt install python3-colcon-common-extensions)")
-  for mod in numpy pyproj simplejpeg matplotlib pytest hypothesis flake8 yaml tf2_msgs sensor_msgs nav_msgs diagnostic_msgs; do
+  for mod in numpy pyproj simplejpeg matplotlib pytest hypothesis flake8 yaml tf2_msgs simulation_interfaces sensor_msgs \
+    nav_msgs diagnostic_msgs; do
     python3 -c "import $mod" >/dev/null 2>&1 || missing+=("python module $mod (rosdep install --from-paths . --ignore-src -y)")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -59,14 +60,19 @@ fi
 [ -n "$PYTHON" ] || die "no python3 found: install Python 3.10 to 3.13 (apt install python3 python3-venv)"
 "$PYTHON" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] <= (3, 13)))' \
   || die "$PYTHON is $("$PYTHON" -V 2>&1); the ROS 2 wheels need Python 3.10 to 3.13 (set ACRES_PYTHON)"
-command -v cmake >/dev/null 2>&1 || die "cmake is needed to generate tf2_msgs: apt install cmake g++"
-command -v c++ >/dev/null 2>&1 || die "a C++ compiler is needed to generate tf2_msgs: apt install g++"
+command -v cmake >/dev/null 2>&1 || die "cmake is needed to generate the interfaces: apt install cmake g++"
+command -v c++ >/dev/null 2>&1 || die "a C++ compiler is needed to generate the interfaces: apt install g++"
 
 wanted="$(cat "$TOOLS/bootstrap.sh" "$ROS_REQUIREMENTS" "$TOOLS/requirements-py.txt" \
   "$TOOLS"/tf2_msgs/package.xml "$TOOLS"/tf2_msgs/CMakeLists.txt "$TOOLS"/tf2_msgs/msg/* \
+  "$TOOLS"/simulation_interfaces/package.xml "$TOOLS"/simulation_interfaces/CMakeLists.txt \
+  "$TOOLS"/simulation_interfaces/{msg,srv,action}/* \
   | sha256sum | cut -d' ' -f1) $("$PYTHON" -V 2>&1)"
 
-TF2_INSTALL="$VENV/tf2_msgs_ws/install"
+# The interface packages no wheel provides, generated into one workspace.
+INTERFACES=(tf2_msgs simulation_interfaces)
+IFACE_INSTALL="$VENV/interfaces_ws/install"
+IFACE_CHECK="import tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action"
 write_env_file() {
   cat > "$ENV_FILE" <<EOS
 # Written by tools/bootstrap.sh: the self-installed ROS 2 ${DISTRO^} environment ($PY_TAG).
@@ -74,15 +80,15 @@ export ACRES_ENV_NAME="venv-$DISTRO"
 source "$VENV/bin/activate"
 export AMENT_PREFIX_PATH="$VENV\${AMENT_PREFIX_PATH:+:\$AMENT_PREFIX_PATH}"
 export RMW_IMPLEMENTATION="\${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
-source "$TF2_INSTALL/local_setup.bash"
+source "$IFACE_INSTALL/local_setup.bash"
 EOS
 }
 PY_TAG="$("$PYTHON" -c 'import sys; print("python%d.%d" % sys.version_info[:2])')"
 # Up to date: only the env file is written again, so that switching ACRES_ROS_DISTRO back and forth
 # costs seconds once each environment exists.
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$wanted" ] && [ -f "$TF2_INSTALL/local_setup.bash" ]; then
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$wanted" ] && [ -f "$IFACE_INSTALL/local_setup.bash" ]; then
   write_env_file
-  if bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, numpy, pyproj'" >/dev/null 2>&1; then
+  if bash -c "source '$ENV_FILE' && python -c 'import rclpy, numpy, pyproj; $IFACE_CHECK'" >/dev/null 2>&1; then
     say "ROS 2 ${DISTRO^} environment up to date ($VENV)"
     exit 0
   fi
@@ -111,14 +117,14 @@ grep -rlE '/opt/python/cp3[0-9]+-cp3[0-9]+/(include|lib)/' "$VENV/share" 2>/dev/
   || true  # nothing left to rewrite on a second run
 
 if ! (set +u; export AMENT_PREFIX_PATH="$VENV"; source "$VENV/bin/activate" \
-      && { [ ! -f "$TF2_INSTALL/local_setup.bash" ] || source "$TF2_INSTALL/local_setup.bash"; } \
-      && python -c 'import tf2_msgs.msg' >/dev/null 2>&1) \
+      && { [ ! -f "$IFACE_INSTALL/local_setup.bash" ] || source "$IFACE_INSTALL/local_setup.bash"; } \
+      && python -c "$IFACE_CHECK" >/dev/null 2>&1) \
    || [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ]; then
-  say "generating tf2_msgs with the rosidl toolchain of the wheels"
-  ws="$VENV/tf2_msgs_ws"
-  rm -rf "$ws"
+  say "generating ${INTERFACES[*]} with the rosidl toolchain of the wheels"
+  ws="$VENV/interfaces_ws"
+  rm -rf "$ws" "$VENV/tf2_msgs_ws"
   mkdir -p "$ws/src"
-  cp -r "$TOOLS/tf2_msgs" "$ws/src/tf2_msgs"
+  for pkg in "${INTERFACES[@]}"; do cp -r "$TOOLS/$pkg" "$ws/src/$pkg"; done
   (
     source "$VENV/bin/activate"
     export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
@@ -126,12 +132,12 @@ if ! (set +u; export AMENT_PREFIX_PATH="$VENV"; source "$VENV/bin/activate" \
     colcon --log-base "$ws/log" build --base-paths src --build-base build --install-base install \
       --event-handlers console_cohesion- --cmake-args -DBUILD_TESTING=OFF \
       "-DPython3_EXECUTABLE=$VENV/bin/python" >"$ws/build.log" 2>&1
-  ) || { tail -n 40 "$ws/build.log" >&2; die "tf2_msgs generation failed (log: $ws/build.log)"; }
+  ) || { tail -n 40 "$ws/build.log" >&2; die "interface generation failed (log: $ws/build.log)"; }
 fi
 
 write_env_file
 
-env_check="$(bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, sensor_msgs.msg, nav_msgs.msg, rosgraph_msgs.msg, diagnostic_msgs.msg, numpy, pyproj, simplejpeg, matplotlib, rich, pytest, hypothesis, flake8; print(\"ok\")'" 2>&1 | tail -n 3)"
+env_check="$(bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action, sensor_msgs.msg, nav_msgs.msg, rosgraph_msgs.msg, diagnostic_msgs.msg, numpy, pyproj, simplejpeg, matplotlib, rich, pytest, hypothesis, flake8; print(\"ok\")'" 2>&1 | tail -n 3)"
 [ "$env_check" = "ok" ] || die "the new environment does not import: $env_check"
 echo "$wanted" > "$STAMP"
 say "ROS 2 ${DISTRO^} environment ready: source $ENV_FILE"

@@ -1,8 +1,18 @@
 """The fake game's control channel: one JSON object per line on 127.0.0.1 (see the README).
 
     {"op": "step", "steps": N}  -> {"ok": true, "step": S, "time_s": T}   (after the barriers)
+        "paused_only": true refuses (code incorrect_state) while the world is playing
     {"op": "pause"} / {"op": "play"} / {"op": "status"}  -> {"ok": true, ...}
-    anything else -> {"ok": false, "error": "..."}; the connection stays open.
+    {"op": "reset", "scope": "time" | "state" | "all"}  -> {"ok": true, "step": 0, "time_s": 0.0}
+    {"op": "entities"}  -> {"ok": true, "entities": [...]}
+    {"op": "get_state", "agent": A}  -> {"ok": true, "agent": A, "position": [...], ...}
+    {"op": "set_state", "agent": A, "position": [x, y, z], "orientation": [x, y, z, w],
+     "linear_velocity": [...], "angular_velocity": [...]}  -> the new state, as get_state
+    anything else -> {"ok": false, "error": "...", "code": C}; the connection stays open.
+
+Error codes: bad_request (malformed or out-of-range request), not_found (no such agent),
+invalid_pose (a pose that cannot be placed), incorrect_state (a paused_only step while playing),
+ended (the session has ended), failed (anything else).
 
 Every connection has its own thread; step requests are serialised by the session. A line longer
 than MAX_LINE_BYTES is answered with an error and skipped, so a peer cannot make us buffer more.
@@ -10,6 +20,7 @@ than MAX_LINE_BYTES is answered with an error and skipped, so a peer cannot make
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import threading
@@ -17,7 +28,7 @@ from typing import Any
 
 from .listener import accept_loop, listen_loopback
 from .server import LogFn, stdout_log
-from .session import Session
+from .session import EntityState, InvalidPose, NotPaused, Session, UnknownAgent
 
 MAX_LINE_BYTES = 64 * 1024
 
@@ -84,8 +95,8 @@ class ControlServer:
                     newline = buffer.find(b"\n")
                     if newline < 0:
                         if len(buffer) > MAX_LINE_BYTES and not skipping:
-                            self._reply(conn, {"ok": False,
-                                               "error": f"request longer than {MAX_LINE_BYTES} bytes"})
+                            self._reply(conn, _error("bad_request",
+                                                     f"request longer than {MAX_LINE_BYTES} bytes"))
                             skipping = True
                         if skipping:
                             buffer.clear()
@@ -113,29 +124,81 @@ class ControlServer:
         try:
             request = json.loads(line.decode("utf-8"))
         except UnicodeDecodeError:
-            return {"ok": False, "error": "request is not UTF-8"}
+            return _error("bad_request", "request is not UTF-8")
         except json.JSONDecodeError as exc:
-            return {"ok": False, "error": f"bad JSON: {exc.msg} at column {exc.colno}"}
+            return _error("bad_request", f"bad JSON: {exc.msg} at column {exc.colno}")
         except RecursionError:
-            return {"ok": False, "error": "bad JSON: nested too deeply"}
+            return _error("bad_request", "bad JSON: nested too deeply")
         if not isinstance(request, dict):
-            return {"ok": False, "error": "request must be a JSON object"}
+            return _error("bad_request", "request must be a JSON object")
         op = request.get("op")
-        session = self._session
+        answer = self._OPS.get(op) if isinstance(op, str) else None
+        if answer is None:
+            return _error("bad_request", f"unknown op {op!r}: expected {', '.join(self._OPS)}")
         try:
-            if op == "step":
-                step, time_s = session.step(request.get("steps"))
-                return {"ok": True, "step": step, "time_s": time_s}
-            if op == "pause":
-                session.pause()
-                return {"ok": True, **session.status()}
-            if op == "play":
-                session.play()
-                return {"ok": True, **session.status()}
-            if op == "status":
-                return {"ok": True, **session.status()}
-        except (ValueError, RuntimeError) as exc:
-            return {"ok": False, "error": str(exc)}
+            return {"ok": True, **answer(self._session, request)}
+        except UnknownAgent as exc:
+            return _error("not_found", str(exc))
+        except InvalidPose as exc:
+            return _error("invalid_pose", str(exc))
+        except NotPaused as exc:
+            return _error("incorrect_state", str(exc))
+        except ValueError as exc:
+            return _error("bad_request", str(exc))
+        except RuntimeError as exc:
+            return _error("ended", str(exc))
         except Exception as exc:  # noqa: BLE001 -- e.g. a failed render: answer, keep the channel
-            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        return {"ok": False, "error": f"unknown op {op!r}: expected step, pause, play or status"}
+            return _error("failed", f"{type(exc).__name__}: {exc}")
+
+    @staticmethod
+    def _step(session: Session, request: dict[str, Any]) -> dict[str, Any]:
+        paused_only = request.get("paused_only", False)
+        if not isinstance(paused_only, bool):
+            raise ValueError(f"paused_only must be true or false, got {paused_only!r}")
+        step, time_s = session.step(request.get("steps"), paused_only)
+        return {"step": step, "time_s": time_s}
+
+    @staticmethod
+    def _pause(session: Session, request: dict[str, Any]) -> dict[str, Any]:
+        session.pause()
+        return session.status()
+
+    @staticmethod
+    def _play(session: Session, request: dict[str, Any]) -> dict[str, Any]:
+        session.play()
+        return session.status()
+
+    @staticmethod
+    def _reset(session: Session, request: dict[str, Any]) -> dict[str, Any]:
+        step, time_s = session.reset(request.get("scope"))
+        return {"step": step, "time_s": time_s}
+
+    @staticmethod
+    def _get_state(session: Session, request: dict[str, Any]) -> dict[str, Any]:
+        return _state(session.entity_state(request.get("agent")))
+
+    @staticmethod
+    def _set_state(session: Session, request: dict[str, Any]) -> dict[str, Any]:
+        zero = [0.0, 0.0, 0.0]
+        return _state(session.set_entity_state(
+            request.get("agent"), request.get("position"), request.get("orientation"),
+            request.get("linear_velocity", zero), request.get("angular_velocity", zero)))
+
+    _OPS = {
+        "step": _step,
+        "pause": _pause,
+        "play": _play,
+        "status": lambda session, request: session.status(),
+        "reset": _reset,
+        "entities": lambda session, request: {"entities": session.entities},
+        "get_state": _get_state,
+        "set_state": _set_state,
+    }
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "error": message, "code": code}
+
+
+def _state(state: EntityState) -> dict[str, Any]:
+    return dataclasses.asdict(state)

@@ -411,6 +411,11 @@ class InsModel:
             self._att_err = phi * self._att_err + q * att_sigma * w[3:6]
         return w[6:]
 
+    def shift_time(self, dt: float) -> None:
+        """The world clock jumped by dt: epochs go on from the shifted time, the error state carries on."""
+        if self._t is not None:
+            self._t += dt
+
     def epoch(self, t: float, kin: Kinematics) -> np.ndarray:
         """The 40 INS values for the truth `kin` at world time t."""
         if self._t is not None and t < self._t:

@@ -18,6 +18,12 @@ connected stream (payload: the world step reached; stamp: the world time of that
 returns. With the protocol page's three requests of 12 steps and the Polaris this gives clock 12, ins 10,
 lidar 1, camera 1 and a barrier at sequences 25, 50 and 75 (Hello is sequence 0).
 
+Control. reset() takes the world clock back to step 0 (scope "time": every agent goes on from where
+it is), every agent back to the start of its route (scope "state"), or both, as launched ("all":
+the stream then repeats a fresh start's frames). set_entity_state() places an agent, which holds
+that pose (or moves on with the twist it was given) until a state reset. Both wait for the renders
+in flight, so that no frame mixes the world before and after.
+
 Vehicle time. Each agent's Clock payload is its own physics time: the world time plus a constant
 lead of VEHICLE_CLOCK_LEAD_S + 100 s x agent index, so the offset (world minus vehicle time) is
 non-zero and differs between agents, as in the game where every pawn has its own physics clock.
@@ -30,7 +36,8 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
@@ -46,10 +53,14 @@ from acres_sim.protocol import (
     encode_ins,
     encode_lidar,
 )
+from acres_sim.rotations import quaternion_to_matrix
 
+from .motion import HeldMotion, RouteMotion
 from .server import DEFAULT_MAX_QUEUED_BYTES, LogFn, StreamServer, stdout_log
 
 PHYSICS_HZ = 120
+RESET_SCOPES = ("time", "state", "all")
+WORLD_HALF_EXTENT_M = 10_000.0  # where set_entity_state may place an agent (|x|, |y|, |z| at most)
 VEHICLE_CLOCK_LEAD_S = 1234.5  # vehicle time minus world time of agent 0
 FLAVORS = ("game", "core")
 MAX_STEPS_PER_REQUEST = 1_000_000
@@ -162,6 +173,16 @@ class SessionConfig:
             raise ValueError(f"render_workers must be >= 0, got {self.render_workers}")
 
 
+def _finite_vector(name: str, values: Any, size: int) -> tuple[float, ...]:
+    if (not isinstance(values, (list, tuple)) or len(values) != size
+            or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values)):
+        raise InvalidPose(f"{name} must be a list of {size} numbers, got {values!r}")
+    result = tuple(float(v) for v in values)
+    if not all(math.isfinite(v) for v in result):
+        raise InvalidPose(f"{name} must be finite, got {result}")
+    return result
+
+
 class _Schedule:
     """Epochs k = 1, 2, ... of a sensor at rate hz, each at its first step at or after k / hz."""
 
@@ -178,6 +199,37 @@ class _Schedule:
             self.epoch += 1
             self.next_step = due_step(self.epoch, self.hz)
         return count
+
+
+class UnknownAgent(LookupError):
+    """A control request named an agent this session does not have."""
+
+
+class NotPaused(Exception):
+    """A step request that asked for a paused world found it playing."""
+
+
+class InvalidPose(ValueError):
+    """A control request asked for a pose that cannot be (non-finite, no rotation, off the world)."""
+
+
+@dataclass(frozen=True)
+class EntityState:
+    """Ground truth of an agent's base_footprint in the world frame (ENU) at world time time_s."""
+
+    agent: str
+    step: int
+    time_s: float
+    position: tuple[float, float, float]
+    orientation: tuple[float, float, float, float]  # x, y, z, w: body -> world
+    linear_velocity: tuple[float, float, float]  # world frame
+    angular_velocity: tuple[float, float, float]  # world frame
+    linear_acceleration: tuple[float, float, float]  # world frame, kinematic (no gravity)
+    held: bool  # placed by set_entity_state (else driving its route)
+
+
+def _triple(values: Any) -> tuple[float, float, float]:
+    return (float(values[0]), float(values[1]), float(values[2]))
 
 
 @dataclass
@@ -197,6 +249,13 @@ class _Agent:
     cache_lock: threading.Lock = field(default_factory=threading.Lock)
     lidar_size: int = 0
     camera_size: int = 0
+
+    def restart_schedules(self, camera_on: bool) -> None:
+        """Sensor epochs from world time 0: at the start and after a TIME reset."""
+        hello = self.hello
+        self.ins = _Schedule(hello.ins.hz) if hello.ins.enabled else None
+        self.lidar = _Schedule(hello.lidar.hz) if hello.lidar.enabled else None
+        self.camera = _Schedule(hello.camera.hz) if camera_on else None
 
 
 class Session:
@@ -255,16 +314,13 @@ class Session:
                                   world_time=lambda: world_time(self._step))
             if not server.start():
                 continue  # LISTEN_FAILED: the session goes on without this stream
-            camera_on = hello.camera.enabled and cfg.flavor != "core"
             agent = _Agent(
                 index=index, spec=spec, hello=hello, simulator=simulator, server=server,
-                clock_lead_s=VEHICLE_CLOCK_LEAD_S + 100.0 * index,
-                ins=_Schedule(hello.ins.hz) if hello.ins.enabled else None,
-                lidar=_Schedule(hello.lidar.hz) if hello.lidar.enabled else None,
-                camera=_Schedule(hello.camera.hz) if camera_on else None,
+                clock_lead_s=VEHICLE_CLOCK_LEAD_S + 100.0 * index, ins=None, lidar=None, camera=None,
                 lidar_size=16 + 16 * hello.lidar.columns * hello.lidar.rings,
                 camera_size=16 + 3 * hello.camera.width * hello.camera.height,
             )
+            agent.restart_schedules(self._camera_on(hello))
             self._agents.append(agent)
         # In real time one render thread per agent: two renders side by side cost each other 45 %
         # more CPU (shared caches and memory bandwidth) for 10 % less wall time. Faster than real
@@ -274,6 +330,9 @@ class Session:
         self._pool = RenderPool(max(1, workers))
         self._thread = threading.Thread(target=self._run, name="simulation", daemon=True)
         self._thread.start()
+
+    def _camera_on(self, hello: Hello) -> bool:
+        return hello.camera.enabled and self.config.flavor != "core"
 
     @property
     def listening_agents(self) -> list[str]:
@@ -314,14 +373,17 @@ class Session:
     def time_s(self) -> float:
         return world_time(self._step)
 
-    def step(self, steps: int) -> tuple[int, float]:
-        """Hold the world, advance it by steps, wait for the renders, queue the barriers."""
+    def step(self, steps: int, paused_only: bool = False) -> tuple[int, float]:
+        """Hold the world, advance it by steps, wait for the renders, queue the barriers.
+        paused_only: refuse (NotPaused) when the world is playing instead of holding it."""
         if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS_PER_REQUEST:
             raise ValueError(f"steps must be an integer from 1 to {MAX_STEPS_PER_REQUEST}, got {steps!r}")
         with self._request_lock:
             with self._state:
                 if self._stopping or self._finished.is_set():
                     raise RuntimeError("the session has ended")
+                if paused_only and not self._paused:
+                    raise NotPaused("the world is playing: pause it before stepping")
                 self._paused = True  # a step request leaves the world held, as the game does
                 self._anchor = None
             with self._world_lock:
@@ -339,6 +401,88 @@ class Session:
             if self._duration_reached():
                 self._finished.set()
             return step, stamp
+
+    def reset(self, scope: str) -> tuple[int, float]:
+        """Reset the world clock ("time"), the agents' poses ("state") or both ("all")."""
+        if scope not in RESET_SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(RESET_SCOPES)}, got {scope!r}")
+        with self._between_steps():
+            if scope in ("time", "all"):
+                dt = -world_time(self._step)
+                self._step = 0
+                for agent in self._agents:
+                    if scope == "all":
+                        agent.simulator.restart()
+                    else:
+                        agent.simulator.shift_time(dt)
+                    agent.restart_schedules(self._camera_on(agent.hello))
+            if scope == "state":
+                now = world_time(self._step)
+                for agent in self._agents:
+                    agent.simulator.place(RouteMotion(now))
+            return self._step, world_time(self._step)
+
+    @property
+    def entities(self) -> list[str]:
+        return [a.spec.agent for a in self._agents]
+
+    def _agent(self, name: Any) -> _Agent:
+        for agent in self._agents:
+            if agent.spec.agent == name:
+                return agent
+        raise UnknownAgent(f"no agent {name!r}; the agents are {', '.join(self.entities) or 'none'}")
+
+    def entity_state(self, name: Any) -> EntityState:
+        agent = self._agent(name)
+        with self._world_lock:  # not in the middle of a step
+            step = self._step
+            t = world_time(step)
+            simulator = agent.simulator
+            held = isinstance(simulator.motion, HeldMotion)
+            kin = simulator.kinematics(t)
+        rotation = kin.rotation
+        return EntityState(
+            agent=agent.spec.agent, step=step, time_s=t,
+            position=_triple(kin.position),
+            orientation=tuple(float(v) for v in kin.quaternion),  # type: ignore[arg-type]
+            linear_velocity=_triple(rotation @ kin.velocity_body),
+            angular_velocity=_triple(rotation @ kin.angular_rate_body),
+            linear_acceleration=_triple(rotation @ kin.acceleration_body),
+            held=held,
+        )
+
+    def set_entity_state(self, name: Any, position: Any, orientation: Any,
+                         linear_velocity: Any = (0.0, 0.0, 0.0),
+                         angular_velocity: Any = (0.0, 0.0, 0.0)) -> EntityState:
+        """Place an agent: it holds this pose (moving on with the given world-frame twist) from the
+        current world time until a state reset."""
+        agent = self._agent(name)
+        position = _finite_vector("position", position, 3)
+        velocity = _finite_vector("linear_velocity", linear_velocity, 3)
+        spin = _finite_vector("angular_velocity", angular_velocity, 3)
+        if max(abs(v) for v in position) > WORLD_HALF_EXTENT_M:
+            raise InvalidPose(f"position {position} is off the world (|x|, |y|, |z| at most "
+                              f"{WORLD_HALF_EXTENT_M:.0f} m)")
+        quaternion = _finite_vector("orientation", orientation, 4)
+        if math.hypot(*quaternion) < 1e-6:
+            raise InvalidPose(f"orientation {quaternion} is no rotation (a zero quaternion)")
+        rotation = quaternion_to_matrix(quaternion)
+        with self._between_steps():
+            agent.simulator.place(HeldMotion(world_time(self._step), position, rotation, velocity, spin))
+        return self.entity_state(name)
+
+    @contextmanager
+    def _between_steps(self) -> Iterator[None]:
+        """Hold the world between two steps with no render in flight (control changes go here)."""
+        with self._request_lock:
+            with self._state:
+                if self._stopping or self._finished.is_set():
+                    raise RuntimeError("the session has ended")
+            with self._world_lock:
+                self._wait_renders()
+                yield
+                with self._state:
+                    self._anchor = None  # real-time pacing counts from here
 
     def pause(self) -> None:
         with self._state:

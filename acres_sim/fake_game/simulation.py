@@ -1,7 +1,8 @@
 """One agent of the synthetic world: its pose on the loop and its INS, LiDAR and camera outputs.
 
 Everything is a function of the world time t (the stream's stamp) and the seed:
-* the truth pose is a pure function of t;
+* the truth pose is a pure function of t and of the agent's motion: driving its route from a
+  start time (RouteMotion), or held where the control channel put it (HeldMotion);
 * the INS error state advances with each epoch, so ins_values() must be called in increasing t;
 * the noise of a LiDAR scan or a camera image is seeded from (seed, agent, sensor, stamp), so a
   frame is the same whichever thread renders it, in whatever order, and whether others were dropped.
@@ -21,6 +22,7 @@ from acres_sim.protocol import Hello, column_firing_offsets
 from acres_sim.rotations import matrix_to_quaternion
 
 from .georef import Georeference
+from .motion import HeldMotion, Motion, RouteMotion
 from .route import DriveProfile
 from .scene import Scene, default_scene
 from .sensors import CameraModel, InsModel, Kinematics, LidarModel, Pose
@@ -57,11 +59,15 @@ class AgentSimulator:
             self.georef: Georeference | None = georef or Georeference(utm_zone=zone)
         else:
             self.georef = None
-        self._ins = InsModel(self.georef, hello.ins.position_flu_m,
-                             rng=self._rng(_INS_STREAM) if self.noise else None)
+        self._ins = self._new_ins()
+        self._motion: Motion = RouteMotion()
         self._lidar = LidarModel(hello.lidar, _elevations(hello)) if hello.lidar.enabled else None
         self._camera: CameraModel | None = None
         self._camera_lock = threading.Lock()
+
+    def _new_ins(self) -> InsModel:
+        return InsModel(self.georef, self.hello.ins.position_flu_m,
+                        rng=self._rng(_INS_STREAM) if self.noise else None)
 
     def _rng(self, *stream: int) -> np.random.Generator:
         words = [self.seed & _MASK64, self._agent_key, *(s & _MASK64 for s in stream)]
@@ -87,11 +93,35 @@ class AgentSimulator:
             return float(self.scene.ground_normal(s.x, s.y)[2])
         return float(max(candidates, key=tilt))
 
-    def _pose(self, t: float) -> tuple[np.ndarray, np.ndarray]:
-        """base_footprint position and body -> world rotation at world time t: on the route, on the
+    # -- motion (changed by the control channel between steps, never while a render runs) ------
+
+    @property
+    def motion(self) -> Motion:
+        return self._motion
+
+    def place(self, motion: Motion) -> None:
+        """Drive or hold from now on as `motion` says (teleport, or back to the route)."""
+        self._motion = motion
+
+    def shift_time(self, dt: float) -> None:
+        """The world clock jumps by dt (a TIME reset: dt < 0): the agent goes on from where it is,
+        and its INS accepts the earlier epochs that follow (its error state carries on)."""
+        self._motion = self._motion.shifted(dt)
+        self._ins.shift_time(dt)
+
+    def restart(self) -> None:
+        """As launched: on the route from its start at world time 0, a new INS error process."""
+        self._motion = RouteMotion()
+        self._ins = self._new_ins()
+
+    def _pose(self, t: float, motion: Motion | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """base_footprint position and body -> world rotation at world time t. On the route: on the
         ground, its z axis along the ground's normal and its x axis the route's heading in the
         ground's plane (the direction of travel, so there is no sideways velocity)."""
-        distance, _speed, _accel = self.drive.state(t)
+        motion = self._motion if motion is None else motion
+        if isinstance(motion, HeldMotion):
+            return motion.pose(t)
+        distance, _speed, _accel = self.drive.state(t - motion.start_s)
         s = self.route.sample(self.start_offset_m + distance)
         terrain = self.scene.terrain
         z, gx, gy = (0.0, 0.0, 0.0) if terrain is None else terrain.at(s.x, s.y)
@@ -110,9 +140,10 @@ class AgentSimulator:
     def kinematics(self, t: float, dt: float = 1e-3) -> Kinematics:
         """Motion of base_footprint at world time t. Rates from central differences over +-dt of the
         exact pose (errors of order dt^2: micrometres per second); at a stand they are exactly 0."""
-        p0, r0 = self._pose(t)
-        p1, r1 = self._pose(t + dt)
-        pm, rm = self._pose(t - dt)
+        motion = self._motion  # one motion for all three samples
+        p0, r0 = self._pose(t, motion)
+        p1, r1 = self._pose(t + dt, motion)
+        pm, rm = self._pose(t - dt, motion)
         velocity = (p1 - pm) / (2.0 * dt)
         acceleration = (p1 - 2.0 * p0 + pm) / (dt * dt)
         w = r0.T @ (r1 - rm) / (2.0 * dt)  # skew(omega) in the body frame
