@@ -5,7 +5,6 @@ and the remote subscribers."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import threading
 import time
@@ -16,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from acres_sim.protocol import HEADER_SIZE, FrameHeader, FrameType
-from benchmark.processes import DOMAINS, CpuWindow, Proc, ready, start_bridge, start_module
+from benchmark.processes import DOMAINS, CpuWindow, Proc, json_result, ready, start_bridge, start_module
 from benchmark.workload import Period, ReplayServer, connect_drain, raw_drain
 
 
@@ -425,13 +424,7 @@ def measure_lockstep(tmp: Path, requests: int, profile: bool = False) -> dict[st
             for mode in ("ros", "control", "ros", "control"):  # interleaved: load drifts
                 learner = start_module("benchmark.learner", [str(control), str(requests), mode],
                                        domain, profile)
-                line = learner.wait_line(lambda s: s.startswith("{"), 120)
-                try:  # it leaves the graph by itself: interrupted, its reader would stay matched
-                    learner.proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    pass
-                learner.stop()
-                results.setdefault(mode, []).append(json.loads(line))
+                results.setdefault(mode, []).append(json_result(learner))
         finally:
             subscriber.stop()
             bridge.stop()

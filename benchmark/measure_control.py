@@ -5,14 +5,13 @@ subscriptions) against a learner on the control channel alone, on one fake game 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchmark.processes import DOMAINS, Proc, ready, ros_env, start_bridge, start_module
+from benchmark.processes import DOMAINS, Proc, json_result, ready, ros_env, start_bridge, start_module
 
 AGENT_SETS = {1: ("polaris",), 2: ("polaris", "maxxum")}
 
@@ -20,16 +19,6 @@ AGENT_SETS = {1: ("polaris",), 2: ("polaris", "maxxum")}
 def _port(game: Proc, prefix: str, agent: str | None = None) -> int:
     line = game.wait_line(lambda s: s.startswith(prefix) and (agent is None or f"agent={agent} " in s), 60)
     return int(line.split("port=")[1].split()[0])
-
-
-def _learner_line(proc: Proc) -> dict[str, Any]:
-    line = proc.wait_line(lambda s: s.startswith("{"), 180)
-    try:  # it leaves the graph by itself: interrupted, its readers would stay matched
-        proc.proc.wait(30)
-    except subprocess.TimeoutExpired:
-        pass
-    proc.stop()
-    return json.loads(line)
 
 
 def measure_sim_control(tmp: Path, requests: int, agent_count: int, profile: bool = False) -> dict[str, Any]:
@@ -69,10 +58,10 @@ def measure_sim_control(tmp: Path, requests: int, agent_count: int, profile: boo
         for mode in ("ros", "control", "ros", "control"):  # interleaved: load drifts
             if mode == "ros":
                 args = [str(requests), ",".join(agents), "polaris"]
-                line = _learner_line(start_module("benchmark.ros_learner", args, domain, profile))
+                line = json_result(start_module("benchmark.ros_learner", args, domain, profile))
             else:
                 args = [str(control), str(requests), "control"]
-                line = _learner_line(start_module("benchmark.learner", args, domain, profile))
+                line = json_result(start_module("benchmark.learner", args, domain, profile))
             results.setdefault(mode, []).append(line)
     finally:
         for proc in reversed(procs):

@@ -3,6 +3,7 @@ of their own (ROS_DOMAIN_ID), with the CPU they use measured between two points.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -113,6 +114,18 @@ def start_module(module: str, args: list[str], domain: int, profile: bool = Fals
     if profile:  # a user process that loads the shipped Fast DDS profile file
         env.update(shipped_environment())
     return Proc([sys.executable, "-m", module, *args], env, module)
+
+
+def json_result(proc: Proc, timeout_s: float = 180.0) -> dict:
+    """The JSON line a measuring child prints at its end (a learner), once it has ended by itself:
+    interrupted, its readers would stay matched until their lease ends."""
+    line = proc.wait_line(lambda s: s.startswith("{"), timeout_s)
+    try:
+        proc.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        pass
+    proc.stop()
+    return json.loads(line)
 
 
 def ready(proc: Proc, timeout_s: float = 60.0) -> None:
