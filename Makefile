@@ -40,15 +40,15 @@ bench: build
 	@$(ENV) && source install/setup.bash && python -m benchmark --json build/bench.json $(BENCH_ARGS)
 
 bench-detail: build
-	@$(ENV) && source install/setup.bash && for b in benchmark/bench_*.py; do echo "== $$b"; python "$$b" || exit 1; done
+	@$(ENV) && source install/setup.bash && for b in benchmark/bench_*.py; do m=$$(basename "$$b" .py); echo "== $$m"; python -m "benchmark.$$m" || exit 1; done
 
 bench-lio: build
 	@$(ENV) && source install/setup.bash && python -m pip install --quiet --disable-pip-version-check \
 	  -c <(python -m pip freeze --exclude-editable) -r tools/requirements-bench.txt && \
-	  python benchmark/bench_lio.py --seconds $${LIO_SECONDS:-100}
+	  python -m benchmark.bench_lio --seconds $${LIO_SECONDS:-100}
 
 soak: build
-	@$(ENV) && source install/setup.bash && python benchmark/soak.py --seconds $${SOAK_SECONDS:-600}
+	@$(ENV) && source install/setup.bash && python -m benchmark.soak --seconds $${SOAK_SECONDS:-600}
 
 clean:
 	rm -rf build install log

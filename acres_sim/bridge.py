@@ -31,7 +31,7 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.event_handler import PublisherEventCallbacks
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -46,7 +46,9 @@ from acres_sim.parameters import PARAMETERS, BridgeConfigError, config_from_valu
 from acres_sim.protocol import FrameType, Hello
 from acres_sim.cdr_publisher import CdrPublisher, wait_for_all_acked, why_gil_is_held
 from acres_sim.stats import SnapshotHistory, StatsSnapshot, StreamStats, type_name
-from acres_sim.stream import Frame, HandoffQueue, LatestSlot, StreamClient
+from acres_sim.handoff import HandoffQueue, LatestSlot
+from acres_sim.spin import spin_in_thread
+from acres_sim.stream import Frame, StreamClient
 
 # ---------------------------------------------------------------------------------------------
 # The node
@@ -166,6 +168,7 @@ class SimBridge(Node):
             self._publish_counted(frame)
             return
         if not self._queue.put(frame):
+            frame.release()
             self.stats.drop(frame.type)
             self.get_logger().warning(
                 f"publishing falls behind: dropped a {type_name(frame.type)} frame (sequence "
@@ -182,10 +185,10 @@ class SimBridge(Node):
                 self._publish_counted(frame)
             finally:
                 self._queue.done()
-                del frame  # let go of its payload now: the reader takes the buffer again (FrameReader)
 
     def _publish_counted(self, frame: Frame) -> None:
-        """Publish one frame; a frame that cannot be published is counted and logged, not raised."""
+        """Publish one frame; a frame that cannot be published is counted and logged, not raised.
+        Then its payload buffer goes back to the reader (the middleware copied the message)."""
         try:
             self._publish_frame(frame)
         except Exception as exc:  # noqa: BLE001 -- one bad frame must not end the bridge
@@ -195,6 +198,8 @@ class SimBridge(Node):
             self.get_logger().error(
                 f"{type_name(frame.type)} frame (sequence {frame.header.sequence}) not published: "
                 f"{type(exc).__name__}: {exc}", throttle_duration_sec=2.0)
+        finally:
+            frame.release()
 
     def _publish_frame(self, frame: Frame) -> None:
         kind = frame.type
@@ -222,17 +227,20 @@ class SimBridge(Node):
             if tf is not None and epoch.tf is not None:
                 tf.publish(epoch.tf)
         elif kind == FrameType.LIDAR:
-            cloud = conv.pointcloud_cdr(frame.header, frame.data)  # type: ignore[arg-type]
+            cloud = conv.pointcloud_cdr(frame.header, frame.data, frame.buffer)  # type: ignore[arg-type]
             pubs[topics.LIDAR_POINTS].publish(cloud)
         elif kind == FrameType.CAMERA:
             if topics.CAMERA_IMAGE not in pubs:
                 raise ValueError("camera frame but the Hello disables the camera")
-            image = conv.image_cdr(frame.header, frame.data)  # type: ignore[arg-type]
+            image = conv.image_cdr(frame.header, frame.data, frame.buffer)  # type: ignore[arg-type]
             pubs[topics.CAMERA_IMAGE].publish(image)
             pubs[topics.CAMERA_INFO].publisher.publish(conv.camera_info(frame.header))
             compressed = pubs.get(topics.CAMERA_COMPRESSED)
             if compressed is not None and compressed.publisher.get_subscription_count() > 0:
-                if self._jpeg_slot.put((compressed.publisher, conv, frame.header, frame.data)):
+                if frame.buffer is not None:
+                    frame.buffer.hold()  # the encoder's until it released it (a replaced one is
+                    # never released: its buffer is simply not taken again)
+                if self._jpeg_slot.put((compressed.publisher, conv, frame.header, frame.data, frame.buffer)):
                     self._jpeg_skipped += 1  # the encoder is still busy with an older image
         elif kind == FrameType.BARRIER:
             if not self._wait_acknowledged(BARRIER_ACK_TIMEOUT_S):
@@ -262,7 +270,7 @@ class SimBridge(Node):
             item = self._jpeg_slot.get(timeout_s=0.2)
             if item is None:
                 continue
-            publisher, conv, header, camera = item  # type: ignore[misc]
+            publisher, conv, header, camera, buffer = item  # type: ignore[misc]
             try:
                 publisher.publish(conv.compressed_image(header, camera, self.config.jpeg_quality))
                 self._jpeg_encoded += 1
@@ -270,6 +278,9 @@ class SimBridge(Node):
                 if not self._stopping.is_set():
                     self.get_logger().error(f"compressed image not published: {type(exc).__name__}: {exc}",
                                             throttle_duration_sec=5.0)
+            finally:
+                if buffer is not None:
+                    buffer.release()
 
     def _wait_acknowledged(self, timeout_s: float) -> bool:
         """Wait until every data publisher's samples, and the barriers before, are acknowledged by
@@ -303,7 +314,7 @@ class SimBridge(Node):
             self._tf_static_pub = self.create_publisher(TFMessage, "/tf_static", TF_STATIC_QOS)
         first = self._hello is None
         self._hello, self._converter = hello, converter
-        self._client.payload_room.update(converter.payload_room())  # clouds and images built in place
+        self._client.payload_layout = converter.layout  # clouds and images built in place
         static = converter.static_tf()
         self._tf_static_pub.publish(static)
         self.get_logger().info(
@@ -349,22 +360,6 @@ class SimBridge(Node):
 # Entry point
 
 
-def _spin(executor: SingleThreadedExecutor, stop: threading.Event, failures: list[BaseException]) -> None:
-    """The executor (parameter services, the diagnostics and summary timers) in a thread of its own.
-
-    spin() sleeps until something is due; spin_once(0.1) polled by the main thread rebuilt the
-    wait set ten times a second, 0.7 % of a core. An error in a callback ends the bridge, as it did.
-    """
-    try:
-        executor.spin()
-    except ExternalShutdownException:
-        pass
-    except BaseException as exc:  # noqa: BLE001 -- handed to the main thread, which raises it
-        failures.append(exc)
-    finally:
-        stop.set()
-
-
 def main(args: list[str] | None = None) -> int:
     choice = dds.apply_profile()  # before rclpy.init(): Fast DDS reads it when the participant starts
     stop = threading.Event()
@@ -397,9 +392,7 @@ def main(args: list[str] | None = None) -> int:
         node.start()
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        spinner = threading.Thread(target=_spin, args=(executor, stop, failures), name="sim_bridge-executor",
-                                   daemon=True)
-        spinner.start()
+        spinner = spin_in_thread(executor, stop, failures, "sim_bridge-executor")
         while not stop.is_set():  # the signal handler only sets the event: nothing here holds a lock
             time.sleep(0.2)
         if failures:

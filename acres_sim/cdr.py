@@ -10,15 +10,14 @@ elements. Padding is written as zeros.
 
 - Layout: the constant bytes between fields, tracking the offset for the alignment.
 - CloudEncoder, ImageEncoder: sensor_msgs/PointCloud2 and Image around the sensor's own bytes.
-  When those bytes sit in a buffer with the encoder's `room` around them (FrameReader does that),
-  the message is written around them in place; otherwise they are copied once, into the one bytes
-  object the middleware reads.
+  Given `into`, the buffer the bytes sit in with exactly the encoder's `room` around them (the
+  caller knows: acres_sim.payload_buffers), the message is written around them in place; otherwise
+  they are copied once, into the one bytes object the middleware reads.
 - clock(): rosgraph_msgs/Clock.
 """
 
 from __future__ import annotations
 
-import ctypes
 import struct
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -66,29 +65,19 @@ class Layout:
         return b"".join(self._parts)
 
 
-def enclosing(data: bytes | bytearray | memoryview, before: int, after: int) -> bytearray | None:
-    """The bytearray `data` is a view of when it holds exactly `before` bytes before the view and
-    `after` bytes after it (so a message can be written around it in place), else None."""
-    if not isinstance(data, memoryview):
-        return None
-    whole = data.obj
-    if not isinstance(whole, bytearray) or len(whole) != before + data.nbytes + after or not data.nbytes \
-            or data.readonly or not data.c_contiguous:
-        return None
-    address = ctypes.addressof
-    start = address(ctypes.c_char.from_buffer(data)) - address(ctypes.c_char.from_buffer(whole))
-    return whole if start == before else None
-
-
-def _around(head: bytes, data: bytes | bytearray | memoryview, tail: bytes) -> bytes | bytearray:
-    """head + data + tail: written around `data` in the buffer it is a view of when that has exactly
-    this room (enclosing()), else joined into new bytes (one copy of the data)."""
-    whole = enclosing(data, len(head), len(tail))
-    if whole is None:
+def _around(head: bytes, data: bytes | bytearray | memoryview, tail: bytes,
+            into: bytearray | None) -> bytes | bytearray:
+    """head + data + tail: written into `into` around the data it already holds (len(head) bytes
+    before them, len(tail) after), else joined into new bytes (one copy of the data)."""
+    if into is None:
         return b"".join((head, data, tail))
-    whole[:len(head)] = head
-    whole[len(whole) - len(tail):] = tail
-    return whole
+    size = memoryview(data).nbytes
+    if len(into) != len(head) + size + len(tail):
+        raise ValueError(f"a buffer of {len(into)} bytes has not the room for {len(head)} + {size} + "
+                         f"{len(tail)}: the payload layout is not this encoder's")
+    into[:len(head)] = head
+    into[len(into) - len(tail):] = tail
+    return into
 
 
 def clock(sec: int, nanosec: int) -> bytes:
@@ -126,12 +115,12 @@ class CloudEncoder:
         self.room = (len(ENCAPSULATION) + STAMP.size + len(self._before_data), 1)  # before, after the data
 
     def encode(self, sec: int, nanosec: int, data: bytes | bytearray | memoryview,
-               is_dense: bool) -> bytes | bytearray:
-        """The message; the buffer `data` is a view of, when it has the room (see enclosing())."""
+               is_dense: bool, into: bytearray | None = None) -> bytes | bytearray:
+        """The message; `into` when given (the buffer `data` lies in, with `room` around it)."""
         if memoryview(data).nbytes != self.data_size:
             raise ValueError(f"{memoryview(data).nbytes} point bytes, the layout holds {self.data_size}")
         head = b"".join((ENCAPSULATION, STAMP.pack(sec, nanosec), self._before_data))
-        return _around(head, data, b"\x01" if is_dense else b"\x00")
+        return _around(head, data, b"\x01" if is_dense else b"\x00", into)
 
 
 class ImageEncoder:
@@ -149,13 +138,13 @@ class ImageEncoder:
         self._before_step = layout.take()
         self.room = (len(ENCAPSULATION) + STAMP.size + len(self._before_step) + _STEP_AND_SIZE.size, 0)
 
-    def encode(self, sec: int, nanosec: int, step: int,
-               data: bytes | bytearray | memoryview) -> bytes | bytearray:
-        """The message; the buffer `data` is a view of, when it has the room (see enclosing())."""
+    def encode(self, sec: int, nanosec: int, step: int, data: bytes | bytearray | memoryview,
+               into: bytearray | None = None) -> bytes | bytearray:
+        """The message; `into` when given (the buffer `data` lies in, with `room` around it)."""
         size = memoryview(data).nbytes
         if size != self.height * step:
             raise ValueError(f"{size} pixel bytes, but {self.height} rows of {step} bytes are "
                              f"{self.height * step}")
         head = b"".join((ENCAPSULATION, STAMP.pack(sec, nanosec), self._before_step,
                          _STEP_AND_SIZE.pack(step, size)))
-        return _around(head, data, b"")
+        return _around(head, data, b"", into)

@@ -6,8 +6,8 @@ for every field.
 
 Hot path: what the bridge publishes on the sensor topics is serialized here directly, as CDR bytes
 (acres_sim.cdr, acres_sim.ins_cdr): a cloud (0.9 MB) or an image (1.4 MB) is written around the
-frame's payload in place when the reader left payload_room() around it, else copied once into the
-message's bytes, and no Python message is converted field by field. The
+frame's payload in place when its PayloadBuffer was laid out with this converter's `layout`, else
+copied once into the message's bytes, and no Python message is converted field by field. The
 *_serialized() methods give those bytes; pointcloud(), image() and ins() give the same bytes
 deserialized into messages (this needs rclpy, the rest of this module does not).
 """
@@ -40,13 +40,13 @@ from acres_sim.cdr import CloudEncoder, ImageEncoder, PointFieldSpec
 from acres_sim.geometry import BASE_FOOTPRINT, CAMERA_OPTICAL, INS, mount_transforms
 from acres_sim.ins_cdr import InsCdr, InsEncoder
 from acres_sim.parameters import ConvertSettings
+from acres_sim.payload_buffers import PayloadBuffer, PayloadLayout
 from acres_sim.protocol import (
     INS_FIELDS,
     POINT_STEP,
     SUB_HEADER_SIZE,
     CameraFrame,
     FrameHeader,
-    FrameType,
     Hello,
     LidarFrame,
     ProtocolError,
@@ -210,19 +210,25 @@ class FrameConverter:
             imu_angular_velocity_variance=float(settings.imu_angular_velocity_variance),
             imu_linear_acceleration_variance=float(settings.imu_linear_acceleration_variance))
 
-    def payload_room(self) -> dict[int, tuple[int, int]]:
-        """Room to leave around LiDAR and camera payloads (FrameReader's `room`) so that their messages
-        are written around the sensor's bytes in place: what the encoder puts before the data less the
-        payload's sub-header, which it overwrites, and what it puts after; none for a cloud with ring
-        and time, whose points are laid out anew."""
-        room: dict[int, tuple[int, int]] = {FrameType.LIDAR: (0, 0), FrameType.CAMERA: (0, 0)}
+        self.layout = self._payload_layout()
+
+    def _payload_layout(self) -> PayloadLayout:
+        """The room to leave around LiDAR and camera payloads so that their messages are written
+        around the sensor's bytes in place: what the encoder puts before the data less the payload's
+        sub-header, which it overwrites, and what it puts after; none for a cloud with ring and time,
+        whose points are laid out anew."""
+        lidar = camera = (0, 0)
         if self.hello.lidar.enabled and self._xyzirt is None:
             before, after = self._cloud.room
-            room[FrameType.LIDAR] = (before - SUB_HEADER_SIZE, after)
+            lidar = (before - SUB_HEADER_SIZE, after)
         if self.hello.camera.enabled:
             before, after = self._image.room
-            room[FrameType.CAMERA] = (before - SUB_HEADER_SIZE, after)
-        return room
+            camera = (before - SUB_HEADER_SIZE, after)
+        return PayloadLayout(lidar=lidar, camera=camera)
+
+    def _own_room(self, buffer: PayloadBuffer | None) -> bytearray | None:
+        """The whole buffer when it was laid out for this converter, else None (copy)."""
+        return buffer.whole if buffer is not None and buffer.layout is self.layout else None
 
     # -- static -------------------------------------------------------------------------------
 
@@ -254,9 +260,11 @@ class FrameConverter:
 
         return deserialize_message(self.pointcloud_cdr(header, frame), PointCloud2)
 
-    def pointcloud_cdr(self, header: FrameHeader, frame: LidarFrame) -> bytes | bytearray:
-        """Organised cloud: height = columns, width = rings, the point bytes unchanged (NaN kept). With
-        the payload_room() around the frame's payload, the cloud is written there, over the sub-header."""
+    def pointcloud_cdr(self, header: FrameHeader, frame: LidarFrame,
+                       buffer: PayloadBuffer | None = None) -> bytes | bytearray:
+        """Organised cloud: height = columns, width = rings, the point bytes unchanged (NaN kept). When
+        `buffer` (the frame's) has this converter's layout, the cloud is written there, over the
+        sub-header."""
         if not self.hello.lidar.enabled:
             raise ProtocolError(
                 f"LiDAR frame (sequence {header.sequence}) but the Hello disables the LiDAR")
@@ -273,7 +281,7 @@ class FrameConverter:
         # one SIMD pass over the four contiguous floats, no temporary mask.
         dense = not bool(np.isnan(frame.points.min())) if frame.points.size else True
         if self._xyzirt is None:
-            return self._cloud.encode(sec, nanosec, frame.point_bytes, dense)
+            return self._cloud.encode(sec, nanosec, frame.point_bytes, dense, self._own_room(buffer))
         if shift != self._times_shift:  # only a clamped stamp changes the times
             self._fill_times(shift)
         self._xyzirt["xyzi"] = frame.points.reshape(-1, 4)  # one vectorised copy
@@ -311,7 +319,8 @@ class FrameConverter:
 
         return deserialize_message(self.image_cdr(header, frame), Image), self.camera_info(header)
 
-    def image_cdr(self, header: FrameHeader, frame: CameraFrame) -> bytes | bytearray:
+    def image_cdr(self, header: FrameHeader, frame: CameraFrame,
+                  buffer: PayloadBuffer | None = None) -> bytes | bytearray:
         """bgr8 image with the pixel bytes unchanged (row padding kept, step = row step); in place
         like pointcloud_cdr()."""
         if not self.hello.camera.enabled:
@@ -322,7 +331,7 @@ class FrameConverter:
             raise ProtocolError(f"camera frame (sequence {header.sequence}) of {frame.width} x "
                                 f"{frame.height} pixels, but the Hello says {cam.width} x {cam.height}")
         sec, nanosec = stamp_to_sec_nanosec(header.stamp)
-        return self._image.encode(sec, nanosec, frame.row_step, frame.pixel_bytes)
+        return self._image.encode(sec, nanosec, frame.row_step, frame.pixel_bytes, self._own_room(buffer))
 
     def compressed_image(self, header: FrameHeader, frame: CameraFrame, quality: int) -> CompressedImage:
         """The image as JPEG (sensor_msgs/CompressedImage), same stamp and frame as the raw image.

@@ -25,7 +25,7 @@ from typing import Any
 import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
@@ -35,6 +35,7 @@ from simulation_interfaces.msg import EntityState, Result, SimulationState, Simu
 from std_msgs.msg import UInt64
 
 from acres_sim.control_client import AgentState, ControlClient, ControlRefused, ControlUnavailable
+from acres_sim.spin import spin_in_thread
 
 BARRIER_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 PHYSICS_HZ = 120
@@ -405,6 +406,7 @@ def main(args: list[str] | None = None) -> int:
         signal.signal(sig, lambda signum, frame: stop.set())
     node: SimControl | None = None
     executors: list[Any] = []
+    failures: list[BaseException] = []
     try:
         try:
             node = SimControl()
@@ -416,10 +418,12 @@ def main(args: list[str] | None = None) -> int:
         service_executor = MultiThreadedExecutor(num_threads=4)
         service_executor.add_node(node)
         executors = [barrier_executor, service_executor]
-        for executor in executors:
-            threading.Thread(target=_spin, args=(executor, stop), daemon=True).start()
-        while not stop.is_set():
+        for name, executor in zip(("sim_control-barriers", "sim_control-services"), executors):
+            spin_in_thread(executor, stop, failures, name)
+        while not stop.is_set():  # the signal handler only sets the event
             time.sleep(0.2)
+        if failures:
+            raise failures[0]
     finally:
         for executor in executors:
             executor.shutdown(timeout_sec=1.0)
@@ -427,15 +431,6 @@ def main(args: list[str] | None = None) -> int:
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
-
-
-def _spin(executor: Any, stop: threading.Event) -> None:
-    try:
-        executor.spin()
-    except ExternalShutdownException:
-        pass
-    finally:
-        stop.set()
 
 
 if __name__ == "__main__":

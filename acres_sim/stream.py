@@ -1,15 +1,9 @@
 """Client side of the TSS1 sensor stream (ROS-free).
 
-- FrameReader: reads whole frames from a connected socket, small frames in bulk through one
-  reusable receive buffer; each large payload gets a bytearray of exactly its size (never grown
-  by concatenation), or, for the types given room, that many bytes more around it, where a
-  consumer builds its message in place (the bridge: the CDR of clouds and images). Consumers keep
-  zero-copy views into it (decoded clouds and images) after the reader has moved on, so a buffer is
-  only taken again for a later payload once nothing but the reader refers to it.
-- StreamClient: a thread that connects with exponential backoff, reads frames, decodes them and
-  hands them on in arrival order; bad input is counted and logged, the stream goes on.
-- HandoffQueue: the bounded queue between the reader thread and the publishing thread. When it
-  is full, heavy frames (LiDAR, camera) are dropped and counted; light frames are kept.
+StreamClient: a thread that connects with exponential backoff, reads frames (FrameReader, whose
+large payloads come in PayloadBuffers laid out as `payload_layout` says), decodes them and hands
+them on in arrival order as Frames; bad input is counted and logged, the stream goes on. A Frame's
+consumer calls release() once done with it (acres_sim.payload_buffers has the contract).
 """
 
 from __future__ import annotations
@@ -18,53 +12,29 @@ import enum
 import logging
 import re
 import socket
-import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
 from acres_sim import protocol
+from acres_sim.frame_reader import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    FrameReader,
+    FrameSkipped,
+    RawFrame,
+    StreamDesync,
+)
 from acres_sim.parameters import require_loopback
+from acres_sim.payload_buffers import NO_ROOM, PayloadBuffer, PayloadLayout
 from acres_sim.protocol import HEADER_SIZE, FrameHeader, FrameType, Payload, ProtocolError
 from acres_sim.stats import StreamStats, type_name
 
 _LOG = logging.getLogger("acres_sim.stream")
 
-DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024 * 1024
-_DISCARD_CHUNK = 256 * 1024
 _RECV_BUFFER_BYTES = 16 * 1024 * 1024  # the game asks for a 16 MiB send buffer; match it
-_RECEIVE_CHUNK = 256 * 1024  # the reader's reusable receive buffer
 _SEQUENCE_MOD = 1 << 32
-HEAVY_TYPES = frozenset({FrameType.LIDAR, FrameType.CAMERA})
-_KNOWN_TYPES = frozenset(int(t) for t in FrameType)
 _DIGITS = re.compile(r"\d+")
-
-
-# frame type -> (bytes before, bytes after) its large payloads get in their buffer
-PayloadRoom = dict[int, tuple[int, int]]
-_NO_ROOM = (0, 0)
-
-
-class StreamDesync(ProtocolError):
-    """Input after which the byte stream can no longer be trusted: close and connect again."""
-
-
-class FrameSkipped(ProtocolError):
-    """A frame of an unknown type; its payload was read and discarded, the stream is in step."""
-
-    def __init__(self, message: str, header: FrameHeader):
-        super().__init__(message)
-        self.header = header
-
-
-class RawFrame(NamedTuple):  # NamedTuples: one of each per frame, thousands a second
-    header: FrameHeader
-    payload: bytearray | memoryview  # this frame's while anything refers to it (the reader takes
-    # it again only after that); a view into the middle of a larger bytearray (.obj) when the
-    # frame's type has room
-    received: float  # time.monotonic() when the last byte arrived
 
 
 class Frame(NamedTuple):
@@ -72,147 +42,16 @@ class Frame(NamedTuple):
     payload: bytearray | memoryview
     data: Payload  # the decoded payload (views into `payload` for clouds, images, INS)
     received: float
+    buffer: PayloadBuffer | None = None  # see RawFrame; release() it once done with the frame
 
     @property
     def type(self) -> int:
         return self.header.type
 
-
-class FrameReader:
-    """Reads frames from one connected socket. Not thread-safe; one reader per connection.
-
-    Small frames (clock, INS, barrier) arrive many to a packet: they are read in bulk into one
-    reusable receive buffer and parsed out of it, so a stream of 340 small frames per second costs
-    a few dozen system calls, not 680. A large payload is copied out of that buffer as far as it
-    has arrived and the rest is received straight into the frame's own buffer in one blocking call
-    (MSG_WAITALL). Every system call releases the GIL and has to win it back: fewer calls is what
-    keeps the reader at line rate while the publishing thread runs.
-
-    `room` (frame type -> bytes before, bytes after; read for every large payload, so its owner may
-    change it): such a payload is received into the middle of a bytearray that large and handed on
-    as a memoryview of its own bytes, so that the message around it is written in place instead of
-    copying the payload once more.
-    """
-
-    def __init__(self, sock: socket.socket, max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
-                 stop: threading.Event | None = None, buffer_bytes: int = _RECEIVE_CHUNK,
-                 room: PayloadRoom | None = None):
-        self._sock = sock
-        self._max = max_payload_bytes
-        self._stop = stop
-        self._room = room if room is not None else {}
-        self._last: dict[int, bytearray] = {}  # by frame type: the buffer of its last large payload
-        # what _references() counts for a buffer that only such a dict holds, on this interpreter
-        self._unshared = self._references({0: bytearray()}, 0)
-        self._buffer = bytearray(max(buffer_bytes, HEADER_SIZE))
-        self._view = memoryview(self._buffer)
-        self._start = 0  # the unread bytes are _buffer[_start:_end]
-        self._end = 0
-
-    def _recv(self, view: memoryview, flags: int = 0) -> int:
-        """One recv_into; retried on a socket timeout unless stopping. 0 means the peer closed."""
-        while True:
-            try:
-                return self._sock.recv_into(view, len(view), flags)
-            except TimeoutError:
-                if self._stop is None:
-                    raise  # no stop event: the socket's timeout is the caller's to handle
-                if self._stop.is_set():
-                    raise ConnectionAbortedError("stopping") from None
-
-    def _buffer_at_least(self, count: int, what: str | int) -> None:
-        """Make sure _buffer[_start:] holds `count` unread bytes (count <= the buffer size)."""
-        while self._end - self._start < count:
-            if self._start and len(self._buffer) - self._start < count:  # move the rest to the front
-                unread = self._end - self._start
-                self._buffer[:unread] = self._view[self._start:self._end]
-                self._start, self._end = 0, unread
-            n = self._recv(self._view[self._end:])
-            if n == 0:
-                got = self._end - self._start
-                if got == 0 and what == "header":
-                    raise ConnectionResetError("the game closed the stream")
-                raise ConnectionResetError(f"the stream closed in the middle of a frame ({_part(what)}: "
-                                           f"{got} of {count} bytes)")
-            self._end += n
-
-    def _take(self, out: memoryview, what: str | int) -> None:
-        """Fill `out` with the next len(out) bytes of the stream."""
-        need = len(out)
-        have = min(need, self._end - self._start)
-        if have:
-            out[:have] = self._view[self._start:self._start + have]
-            self._start += have
-        if self._start == self._end:
-            self._start = self._end = 0
-        got = have
-        while got < need:
-            n = self._recv(out[got:], socket.MSG_WAITALL)
-            if n == 0:
-                raise ConnectionResetError(f"the stream closed in the middle of a frame ({_part(what)}: "
-                                           f"{got} of {need} bytes)")
-            got += n
-
-    def read_frame(self) -> RawFrame:
-        """The next frame. ConnectionError when the stream ends, StreamDesync for bad magic or a
-        payload above the limit (both leave the stream unusable), FrameSkipped for an unknown type."""
-        self._buffer_at_least(HEADER_SIZE, "header")
-        at = self._start
-        try:
-            header = protocol.parse_header(self._view[at:at + HEADER_SIZE])
-        except protocol.BadMagic as exc:
-            raise StreamDesync(f"{exc}: the stream is out of step") from None
-        self._start = at + HEADER_SIZE
-        size = header.payload_size
-        if size > self._max:
-            raise StreamDesync(f"{type_name(header.type)} frame (type {header.type}, sequence "
-                               f"{header.sequence}) announces {size} payload bytes, above "
-                               f"max_payload_bytes {self._max}")
-        if header.type not in _KNOWN_TYPES:
-            self._skip(size)
-            raise FrameSkipped(f"unknown frame type {header.type} (sequence {header.sequence}), "
-                               f"{size} payload bytes skipped", header)
-        if size <= len(self._buffer) // 4:  # small: wait for it in the receive buffer
-            self._buffer_at_least(size, header.type)
-            payload = bytearray(self._view[self._start:self._start + size])
-            self._start += size
-        else:
-            payload = self._payload_buffer(header.type, size)
-            self._take(memoryview(payload), header.type)
-        return RawFrame(header, payload, time.monotonic())
-
-    def _payload_buffer(self, kind: int, size: int) -> bytearray | memoryview:
-        """The buffer a large payload is received into, with the room of its type around it.
-
-        The buffer of the last payload of the type is used again once nothing but this reader refers
-        to it (its frame was dealt with and let go): a fresh bytearray per frame is zero-filled, and
-        fresh memory faults in page by page, each a megabyte a frame. Any view of it still alive (a
-        queued frame, a decoded cloud kept) is a reference, and then the payload gets a new buffer."""
-        before, after = self._room.get(kind, _NO_ROOM)
-        total = before + size + after
-        last = self._last
-        if kind in last and len(last[kind]) == total and self._references(last, kind) <= self._unshared:
-            whole = last[kind]
-        else:
-            whole = last[kind] = bytearray(total)
-        return memoryview(whole)[before:before + size] if before or after else whole
-
-    @staticmethod
-    def _references(buffers: dict[int, bytearray], kind: int) -> int:
-        return sys.getrefcount(buffers[kind])
-
-    def _skip(self, size: int) -> None:
-        discard = memoryview(bytearray(min(size, _DISCARD_CHUNK)))
-        while size > 0:
-            chunk = min(size, _DISCARD_CHUNK)
-            self._take(discard[:chunk], "skipped payload")
-            size -= chunk
-
-
-def _part(what: str | int) -> str:
-    """What was being read: a name, or the frame type whose payload it was (named only on error:
-    an f-string per frame costs more than the rest of a small frame's parsing)."""
-    return what if isinstance(what, str) else f"{type_name(what)} payload"
+    def release(self) -> None:
+        """Done with this frame and every view of its payload: the reader may use its buffer again."""
+        if self.buffer is not None:
+            self.buffer.release()
 
 
 class StreamState(enum.Enum):
@@ -321,9 +160,9 @@ class StreamClient:
         self._last_failure = ""
         self._hello_ok = False  # a valid Hello arrived on this connection: its frames may pass
         self._faults = LogLimiter()
-        # Room around large payloads by frame type (FrameReader); its owner may change it at any
-        # time: a frame read before the change has the old room.
-        self.payload_room: PayloadRoom = {}
+        # The room around large payloads (FrameReader); its owner replaces it (once per Hello):
+        # a frame read before has the old one in its PayloadBuffer.
+        self.payload_layout: PayloadLayout = NO_ROOM
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -403,7 +242,7 @@ class StreamClient:
         self._hello_ok = False
         self._log.info("sensor stream connected to %s", where)
         self._set_state(StreamState.CONNECTED, where)
-        reader = FrameReader(sock, self._max, self._stop, room=self.payload_room)
+        reader = FrameReader(sock, self._max, self._stop, layout=lambda: self.payload_layout)
         reason, logged = "stopped", False
         try:
             while not self._stop.is_set():
@@ -412,7 +251,8 @@ class StreamClient:
                 except FrameSkipped as exc:
                     self._bad_frame(where, exc.header.type, "unknown type", str(exc))
                     continue
-                self._dispatch(raw, where)
+                if not self._dispatch(raw, where) and raw.buffer is not None:
+                    raw.buffer.release()  # refused: nobody else has it
         except StreamDesync as exc:
             self.stats.bad_frame()
             reason, logged = str(exc), True  # this one line says it all
@@ -440,7 +280,8 @@ class StreamClient:
             more = f" ({silenced} more like it in the last {self._faults.period_s:.0f} s)" if silenced else ""
             self._log.error("sensor stream %s: %s%s", where, message, more)
 
-    def _dispatch(self, raw: RawFrame, where: str) -> None:
+    def _dispatch(self, raw: RawFrame, where: str) -> bool:
+        """Check a frame and hand it on; False when it was refused (counted and logged)."""
         header = raw.header
         try:
             data = protocol.decode_payload(header.type, raw.payload)
@@ -453,30 +294,31 @@ class StreamClient:
             self._bad_frame(where, header.type, ("payload", _DIGITS.sub("#", str(exc))),
                             f"bad {type_name(header.type)} payload (sequence {header.sequence}), not "
                             f"published: {exc}")
-            return
+            return False
         if header.type == FrameType.HELLO:
             self._hello_ok = True
             self._backoff.reset()  # a valid Hello arrived: the connection works
         elif not self._hello_ok:
             self._bad_frame(where, header.type, "before hello",
                             f"{_what(header)} before the first valid Hello of this connection, not published")
-            return
+            return False
         else:
             try:
                 protocol.check_stamp(header)
             except ProtocolError as exc:
                 self._bad_frame(where, header.type, "stamp", f"{_what(header)} not published: {exc}")
-                return
+                return False
         self._check_sequence(header)
         self.stats.frame(header.type, HEADER_SIZE + header.payload_size, header.stamp,
                          raw.received - header.publish_time, raw.received)
         if header.type == FrameType.CLOCK:
             self.stats.clock_offset(header.stamp - float(data))  # type: ignore[arg-type]
         try:
-            self._on_frame(Frame(header, raw.payload, data, raw.received))
+            self._on_frame(Frame(header, raw.payload, data, raw.received, raw.buffer))
         except Exception:  # noqa: BLE001 -- a consumer bug must not stop the stream
             self._log.exception("sensor stream %s: handling %s frame %d failed", where,
                                 type_name(header.type), header.sequence)
+        return True
 
     def _check_sequence(self, header: FrameHeader) -> None:
         # The game numbers every frame it queues and never skips a number, so a gap means frames
@@ -492,101 +334,3 @@ class StreamClient:
 
 def _what(header: FrameHeader) -> str:
     return f"{type_name(header.type)} frame (sequence {header.sequence})"
-
-
-class HandoffQueue:
-    """Bounded FIFO between the reader thread and the publishing thread.
-
-    Heavy frames (LiDAR, camera) are refused when the queued payload bytes would exceed
-    `max_bytes`; light frames (Hello, clock, INS, barrier) are refused only above `max_light`
-    frames, a safety bound that a publishing thread that is alive never reaches. The consumer
-    calls done() for every frame get() gave it once it has dealt with it; idle() is true while
-    nothing is queued or being dealt with, so the producer may deal with a frame itself without
-    overtaking an earlier one.
-    """
-
-    def __init__(self, max_bytes: int = 64 * 1024 * 1024, max_light: int = 100_000):
-        self.max_bytes = max_bytes
-        self.max_light = max_light
-        self._items: deque[Frame] = deque()
-        self._bytes = 0
-        self._light = 0
-        self._taken = 0  # frames get() gave out and done() has not been called for
-        self._cond = threading.Condition()
-        self._closed = False
-
-    def put(self, frame: Frame) -> bool:
-        """Queue `frame`; False when it was dropped."""
-        size = len(frame.payload)
-        heavy = frame.header.type in HEAVY_TYPES
-        with self._cond:
-            if self._closed:
-                return False
-            if heavy and self._bytes + size > self.max_bytes:
-                return False
-            if not heavy and self._light >= self.max_light:
-                return False
-            self._items.append(frame)
-            self._bytes += size
-            self._light += 0 if heavy else 1
-            self._cond.notify()
-            return True
-
-    def get(self, timeout_s: float | None = None) -> Frame | None:
-        """The oldest frame, or None after `timeout_s` or when closed and empty."""
-        with self._cond:
-            if not self._items and not self._closed:
-                self._cond.wait(timeout_s)
-            if not self._items:
-                return None
-            frame = self._items.popleft()
-            self._bytes -= len(frame.payload)
-            self._light -= 0 if frame.header.type in HEAVY_TYPES else 1
-            self._taken += 1
-            return frame
-
-    def done(self) -> None:
-        """The consumer has dealt with a frame get() gave it."""
-        with self._cond:
-            self._taken -= 1
-
-    def idle(self) -> bool:
-        """Nothing queued and nothing taken but not done."""
-        with self._cond:
-            return not self._items and not self._taken
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    @property
-    def queued_bytes(self) -> int:
-        return self._bytes
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
-class LatestSlot:
-    """A one-item mailbox between two threads: put() replaces what was not taken yet (for work where
-    only the newest item matters, such as encoding the latest image), get() waits for an item."""
-
-    def __init__(self) -> None:
-        self._item: object | None = None
-        self._cond = threading.Condition()
-
-    def put(self, item: object) -> bool:
-        """Leave `item`; True when it replaced one that was never taken."""
-        with self._cond:
-            replaced = self._item is not None
-            self._item = item
-            self._cond.notify()
-            return replaced
-
-    def get(self, timeout_s: float | None = None) -> object | None:
-        with self._cond:
-            if self._item is None:
-                self._cond.wait(timeout_s)
-            item, self._item = self._item, None
-            return item

@@ -2,7 +2,7 @@
 settings, with and without the bridge's Fast DDS large-data profile; the bridge's CPU share; the
 reader's throughput; the cost of converting + publishing one frame of each type.
 
-    python benchmark/bench_bridge.py [--seconds 10]
+    python3 -m benchmark.bench_bridge [--seconds 10]
 
 Prints figures only (no pass/fail): the machine is shared and noisy.
 """
@@ -16,18 +16,15 @@ import socket
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
-
-REPO = Path(__file__).resolve().parent.parent
 
 
 def reader_throughput(megabytes: int = 400) -> float:
     """MB/s that FrameReader pulls through a local socket pair (camera-sized frames)."""
     from acres_sim import protocol
     from acres_sim.protocol import FrameType
-    from acres_sim.stream import FrameReader
+    from acres_sim.frame_reader import FrameReader
 
     payload = protocol.encode_camera(np.zeros((512, 896, 3), np.uint8))
     data = protocol.encode_frame(FrameType.CAMERA, 0, 0.0, 0.0, payload)
@@ -106,10 +103,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args()
-    # run from anywhere: the package and the test helpers live next to this directory
-    sys.path[:0] = [str(REPO), str(REPO / "test")]
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    from _bridge_support import measure_large_delivery
+    from benchmark.delivery import measure_large_delivery
 
     print(f"FrameReader throughput over a socket pair: {reader_throughput():.0f} MB/s")
     for name, ms in publish_cost().items():

@@ -7,7 +7,7 @@ assignment of a numpy array (which the generated setter converts element by elem
 the naive / converter ratio. It also times rclpy's serializer on the result, the cost a publisher
 pays next. Figures only, no pass/fail: machines differ.
 
-    python3 benchmark/bench_convert.py [--repeat 200] [--naive-repeat 5]
+    python3 -m benchmark.bench_convert [--repeat 200] [--naive-repeat 5]
 """
 
 from __future__ import annotations
@@ -15,26 +15,12 @@ from __future__ import annotations
 import argparse
 import array
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import Image, PointCloud2
-
-# The Polaris Hello of the protocol page.
-POLARIS_HELLO_JSON = b"""{"schema": "acres-sensor-stream-1", "agent": "polaris", "vehicle": "polaris",
- "georeferenced": true, "body_origin_flu_m": [1.14808, 0, 0.65536],
- "lidar": {"enabled": true, "frame_id": "lidar", "hz": 10, "columns": 1800, "rings": 32, "range_m": 161.3,
-  "azimuth_order": "cw", "position_flu_m": [2.5, 0, 2.039], "rpy_deg": [-1.518, 5.317, 0]},
- "camera": {"enabled": true, "hz": 10, "width": 896, "height": 512, "fx": 599.526, "fy": 592.378,
-  "cx": 440.130, "cy": 270.805, "distortion_model": "plumb_bob",
-  "d": [-0.55389, 0.40842, -0.0099785, 0.0044239, -0.16673], "encoding": "bgr8",
-  "position_flu_m": [2.745, 0.606, 1.887], "rpy_deg": [-3.49, 16.52, -2.63]},
- "ins": {"enabled": true, "hz": 100, "position_flu_m": [0, 0, 0], "utm_zone": 16, "datum": "nad83_2011",
-  "imu_position_flu_m": [0.95, -0.45, 0.7], "gnss_antenna_flu_m": [1.1, 0, 2.15]}}"""
 
 
 def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
@@ -73,9 +59,8 @@ def main() -> None:
     parser.add_argument("--naive-repeat", type=int, default=5, help="runs of the slow numpy assignment")
     args = parser.parse_args()
 
-    # Run from a source checkout without installing: the package is the repository root.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from acres_sim.convert import FrameConverter
+    from acres_sim.fake_game.vehicles import vehicle_hello  # the protocol page's Polaris Hello
     from acres_sim.parameters import ConvertSettings
     from acres_sim.protocol import (
         FrameHeader,
@@ -86,11 +71,10 @@ def main() -> None:
         encode_camera,
         encode_ins,
         encode_lidar,
-        parse_hello,
     )
 
     rng = np.random.default_rng(1)
-    hello = parse_hello(POLARIS_HELLO_JSON)
+    hello = vehicle_hello("polaris")
     converter = FrameConverter(hello, ConvertSettings(frame_prefix="polaris/"))
 
     points = rng.uniform(-160, 160, (1800, 32, 4)).astype(np.float32)

@@ -6,7 +6,7 @@ percentage of one core (process CPU time / wall time, measured after a warm-up),
 frame rates, the transport time (receive minus publish time) and the drops of its STOP line.
 Goal: at most 60 % of one core for the full render of the Polaris at real time.
 
-    python3 benchmark/bench_fake_game.py [--seconds 15] [--vehicle polaris] [--modes full,cached]
+    python3 -m benchmark.bench_fake_game [--seconds 15] [--vehicle polaris] [--modes full,cached]
 """
 
 from __future__ import annotations
@@ -24,12 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
+from acres_sim.protocol import HEADER_SIZE, FrameType, parse_header
+from benchmark.workload import process_cpu_s
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from acres_sim.protocol import HEADER_SIZE, FrameType, parse_header  # noqa: E402, RUF100
-
-from benchmark.workload import process_cpu_s  # noqa: E402, RUF100
 
 
 class Reader(threading.Thread):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Cost of the fake_game world per sensor output, and the share of one core a real-time agent needs.
 
-    python3 benchmark/bench_fake_world.py [--repeat N]
+    python3 -m benchmark.bench_fake_world [--repeat N]
 
 Prints the median and best wall time per LiDAR scan, camera image and INS epoch for each vehicle
 (noise on, default scene, poses spread around the loop), and the load of one agent at the Hello
@@ -14,7 +14,6 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 
 def timed(call, times: list[float]) -> tuple[float, float]:
@@ -31,7 +30,6 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=40, help="samples per measurement")
     args = parser.parse_args()
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from acres_sim.fake_game.simulation import AgentSimulator
     from acres_sim.fake_game.vehicles import VEHICLES, vehicle_hello
 

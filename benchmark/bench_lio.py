@@ -2,7 +2,7 @@
 lidar_fields:=xyzirt lidar_stamp:=start -> KISS-ICP (its Python API, default settings), once with the
 per-point times (deskewing) and once without, against ground_truth/odom.
 
-    make bench-lio            # or: python benchmark/bench_lio.py [--seconds 100]
+    make bench-lio            # or: python3 -m benchmark.bench_lio [--seconds 100]
 
 Prints, for both runs, the translation RMSE after aligning the trajectories (Horn), the final drift
 in % of the path length, the mean error over 50 m stretches (a closed lap hides a standing estimate
@@ -16,17 +16,12 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "test"))
-sys.path.insert(0, str(REPO))
-
-from _bridge_support import Graph, free_port, start_bridge, start_fake_game  # noqa: E402
-
-from acres_sim.snapshot_render import FrameStore, cloud_fields, transform_matrix  # noqa: E402
+from acres_sim.snapshot_render import FrameStore, cloud_fields, transform_matrix
+from benchmark.graph import Graph, free_port
+from benchmark.processes import start_bridge, start_module
 
 
 def collect(seconds: float) -> tuple[list, FrameStore, str]:
@@ -37,7 +32,8 @@ def collect(seconds: float) -> tuple[list, FrameStore, str]:
     from tf2_msgs.msg import TFMessage
 
     domain, port = 199, free_port()
-    game = start_fake_game(["--port", str(port), "--vehicle", "polaris", "--stats-period-s", "600"], domain)
+    game = start_module("acres_sim.fake_game", ["--port", str(port), "--vehicle", "polaris",
+                                                "--stats-period-s", "600"], domain)
     game.wait_for("ACRES_SENSOR_STREAM_LISTENING", 60)
     bridge = start_bridge(port, domain, ["lidar_fields:=xyzirt", "lidar_stamp:=start", "stats_period_s:=0.0"],
                           namespace="/polaris")

@@ -3,7 +3,7 @@ in real time, into sim_bridge, with one reliable subscriber on every topic; prin
 sent and received, the barrier latency (the Barrier frame's publish time to the subscriber's
 callback) p50 / p99 / max, the acknowledgement timeouts and the bridge's CPU share. Figures only.
 
-    python benchmark/bench_lockstep.py [--barriers 100]
+    python3 -m benchmark.bench_lockstep [--barriers 100]
 """
 
 from __future__ import annotations
@@ -14,25 +14,20 @@ import socket
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "test"))
-sys.path.insert(0, str(REPO))
-
-from _bridge_support import Graph, ins_values, start_bridge  # noqa: E402
-from page_examples import POLARIS_HELLO_JSON  # noqa: E402
-
-from acres_sim import protocol  # noqa: E402
-from benchmark.workload import process_cpu_s  # noqa: E402
-from acres_sim.protocol import FrameType  # noqa: E402
+from acres_sim import protocol
+from acres_sim.fake_game.vehicles import vehicle_hello
+from acres_sim.protocol import FrameType
+from benchmark.graph import Graph
+from benchmark.processes import start_bridge
+from benchmark.workload import ins_values, process_cpu_s
 
 
 def serve(listener: socket.socket, go: threading.Event, barriers: int, sent: dict[int, float]) -> None:
     """The peer: frames are stamped with their publish time when they are sent, as the game does."""
-    hello = protocol.parse_hello(POLARIS_HELLO_JSON)
+    hello = vehicle_hello("polaris")  # the protocol page's Polaris Hello
     conn, _ = listener.accept()
     seq = 0
 

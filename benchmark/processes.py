@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from acres_sim.dds import shipped_environment
@@ -90,23 +90,34 @@ class Proc:
 DOMAINS = iter(range(100 + os.getpid() % 50 * 2, 232))
 
 
-def ros_env(domain: int) -> dict[str, str]:
-    """This environment on an isolated graph; the child processes find the benchmark package (it is
-    not installed) through PYTHONPATH."""
+def ros_env(domain: int, **extra: str | None) -> dict[str, str]:
+    """This environment on an isolated graph, with `extra` set (None: removed); the child processes
+    find the benchmark package (it is not installed) through PYTHONPATH."""
     env = dict(os.environ)
     env.update(ROS_DOMAIN_ID=str(domain), ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1",
+               RCUTILS_LOGGING_BUFFERED_STREAM="0",
                PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")])))
+    for key, value in extra.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     return env
 
 
-def start_bridge(port: int, domain: int, params: dict[str, object] | None = None,
-                 namespace: str | None = None) -> Proc:
+def start_bridge(port: int, domain: int, params: Mapping[str, object] | Iterable[str] | None = None,
+                 namespace: str | None = None, env_extra: Mapping[str, str | None] | None = None,
+                 name: str = "sim_bridge") -> Proc:
+    """sim_bridge in a child process; params as {name: value} or ["name:=value", ...]."""
     args = [sys.executable, "-m", "acres_sim.bridge", "--ros-args", "-p", f"port:={port}"]
-    for key, value in (params or {}).items():
-        args += ["-p", f"{key}:={value}"]
+    items = [f"{k}:={v}" for k, v in params.items()] if isinstance(params, Mapping) else list(params or ())
+    for item in items:
+        args += ["-p", item]
     if namespace:
         args += ["-r", f"__ns:={namespace}"]
-    return Proc(args, ros_env(domain), f"sim_bridge {namespace or ''}")
+    if name != "sim_bridge":
+        args += ["-r", f"__node:={name}"]
+    return Proc(args, ros_env(domain, **(env_extra or {})), f"{name} {namespace or ''}")
 
 
 def start_module(module: str, args: list[str], domain: int, profile: bool = False) -> Proc:

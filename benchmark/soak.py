@@ -2,7 +2,7 @@
 for a long run; prints the resident memory (RSS) of the bridge and the fake game at the start, every
 minute and at the end, plus what the subscriber received. Not a test: run it by hand or `make soak`.
 
-    python benchmark/soak.py [--seconds 600]
+    python3 -m benchmark.soak [--seconds 600]
 """
 
 from __future__ import annotations
@@ -12,11 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "test"))
-sys.path.insert(0, str(REPO))
-
-from _bridge_support import Graph, free_port, start_bridge, start_fake_game  # noqa: E402
+from benchmark.graph import Graph, free_port
+from benchmark.processes import start_bridge, start_module
 
 
 def rss_mb(pid: int) -> float:
@@ -35,7 +32,8 @@ def main() -> int:
     from sensor_msgs.msg import Image, PointCloud2
 
     domain, port = 198, free_port()
-    game = start_fake_game(["--port", str(port), "--vehicle", "polaris", "--stats-period-s", "60"], domain)
+    game = start_module("acres_sim.fake_game", ["--port", str(port), "--vehicle", "polaris",
+                                                "--stats-period-s", "60"], domain)
     game.wait_for("ACRES_SENSOR_STREAM_LISTENING", 60)
     bridge = start_bridge(port, domain, ["stats_period_s:=60.0"], namespace="/polaris")
     graph = Graph(domain)

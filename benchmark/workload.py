@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from acres_sim import protocol
 from acres_sim.protocol import HEADER, HEADER_SIZE, FrameType, Hello
 
@@ -57,7 +59,7 @@ class Period:
 def polaris_period(seconds: int = 1, seed: int = 42, renders: int = 2) -> Period:
     """`seconds` of the Polaris stream as the fake game sends it (the first `renders` clouds and
     images rendered from the fake world, then served again in turn, as fake_game --cached)."""
-    from acres_sim.fake_game.session import due_step
+    from acres_sim.fake_game.world_clock import due_step
     from acres_sim.fake_game.simulation import AgentSimulator
     from acres_sim.fake_game.vehicles import vehicle_hello
 
@@ -254,3 +256,25 @@ def raw_drain(port: int, seconds: float, warmup_s: float = 0.5) -> float:
 
 
 assert HEADER.size == HEADER_SIZE
+
+
+def ins_values(t: float, georeferenced: bool = True) -> np.ndarray:
+    """Plausible INS values at time t (a slow drive east); distinct per t so messages can be matched."""
+    v = np.zeros(protocol.INS_FIELDS)
+    v[protocol.Ins.UtmE], v[protocol.Ins.UtmN], v[protocol.Ins.UtmH] = 500000.0 + t, 4480000.0, 181.0
+    v[protocol.Ins.UtmQw] = 1.0
+    v[protocol.Ins.VelX] = 1.0
+    v[protocol.Ins.AccelZ] = 9.81
+    v[protocol.Ins.Lat], v[protocol.Ins.Lon], v[protocol.Ins.Height] = 40.47, -86.99, 181.0
+    v[protocol.Ins.CovE:protocol.Ins.CovU + 1] = (0.01, 0.02, 0.03)
+    v[protocol.Ins.EnuQw] = 1.0
+    v[protocol.Ins.EnuX], v[protocol.Ins.EnuY], v[protocol.Ins.EnuZ] = t, 2.0, 0.0
+    v[protocol.Ins.FixStatus] = 2.0
+    v[protocol.Ins.UtmZone] = 16.0
+    v[protocol.Ins.TruthQw] = 1.0
+    v[protocol.Ins.TruthEnuX] = t
+    v[protocol.Ins.TruthSpeed] = 1.0
+    if not georeferenced:
+        v[list(protocol.INS_GEO_FIELDS)] = np.nan
+        v[protocol.Ins.FixStatus] = -1.0
+    return v

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from acres_sim.protocol import FrameHeader
-from acres_sim.stream import FrameReader
+from acres_sim.frame_reader import FrameReader
 from benchmark.processes import Proc
 
 REPO = Path(__file__).resolve().parents[1]

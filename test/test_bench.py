@@ -13,7 +13,8 @@ import pytest
 from acres_sim import protocol
 from acres_sim.convert import stamp_to_sec_nanosec
 from acres_sim.protocol import FrameType
-from acres_sim.stream import FrameReader, connect
+from acres_sim.frame_reader import FrameReader
+from acres_sim.stream import connect
 from benchmark.measure import latencies, summary
 from benchmark.workload import Period, ReplayServer, polaris_period, process_cpu_s
 

@@ -32,6 +32,7 @@ from acres_sim.convert import (
     stamp_to_time,
 )
 from acres_sim.parameters import ConvertSettings
+from acres_sim.payload_buffers import PayloadBuffer, PayloadLayout
 from acres_sim.protocol import (
     INS_FIELDS,
     INS_GEO_FIELDS,
@@ -230,36 +231,37 @@ def test_cloud_owns_its_bytes():
     assert msg.data.tobytes() == expected
 
 
-def _with_room(payload: bytes, before: int, after: int) -> memoryview:
-    """The payload as FrameReader hands it on with room: the middle of a larger bytearray."""
-    whole = bytearray(before + len(payload) + after)
-    view = memoryview(whole)[before:before + len(payload)]
-    view[:] = payload
-    return view
+def _in_buffer(payload: bytes, layout: PayloadLayout, kind: int) -> PayloadBuffer:
+    """The payload in a PayloadBuffer with `layout`'s room, as FrameReader hands it on."""
+    buffer = PayloadBuffer(len(payload), layout, kind)
+    buffer.payload[:] = payload
+    return buffer
 
 
-def test_cloud_and_image_are_built_in_place_around_a_payload_with_room():
+def test_cloud_and_image_are_built_in_place_in_a_buffer_of_the_converters_layout():
     converter = FrameConverter(POLARIS, ConvertSettings(frame_prefix="polaris/"))
-    room = converter.payload_room()
+    layout = converter.layout
     rng = np.random.default_rng(5)
     cases = [(FrameType.LIDAR, _lidar_payload(_polaris_cloud_bits(with_nan=True)),
-              lambda p: converter.pointcloud_cdr(_header(FrameType.LIDAR), decode_lidar(p))),
+              lambda p, b: converter.pointcloud_cdr(_header(FrameType.LIDAR), decode_lidar(p), b)),
              (FrameType.CAMERA, encode_camera(rng.integers(0, 256, (512, 896, 3), dtype=np.uint8)),
-              lambda p: converter.image_cdr(_header(FrameType.CAMERA), decode_camera(p)))]
+              lambda p, b: converter.image_cdr(_header(FrameType.CAMERA), decode_camera(p), b))]
     for kind, payload, build in cases:
-        before, after = room[kind]
-        copied = build(payload)  # a payload of its own: the message is a copy
+        copied = build(payload, None)  # no buffer: the message is a copy
         assert isinstance(copied, bytes)
-        view = _with_room(payload, before, after)
-        in_place = build(view)
-        assert in_place is view.obj and bytes(in_place) == copied  # the same bytes, no copy
-        assert bytes(view[SUB_HEADER_SIZE:]) == payload[SUB_HEADER_SIZE:]  # the sensor's bytes untouched
-        for other in ((before - 4, after), (before, after + 1), (before + 4, after)):
-            wrong = build(_with_room(payload, *other))  # room that does not fit: copied, same bytes
+        buffer = _in_buffer(payload, layout, kind)
+        in_place = build(buffer.payload, buffer)
+        assert in_place is buffer.whole and bytes(in_place) == copied  # the same bytes, no copy
+        assert bytes(buffer.payload[SUB_HEADER_SIZE:]) == payload[SUB_HEADER_SIZE:]  # sensor bytes kept
+        # a buffer of another layout (read before this converter's Hello), even an equal one: copied
+        for other in (PayloadLayout(), dataclasses.replace(layout)):
+            old = _in_buffer(payload, other, kind)
+            wrong = build(old.payload, old)
             assert isinstance(wrong, bytes) and wrong == copied
     # ring and time: the points are laid out anew, so no room
     with_times = FrameConverter(POLARIS, ConvertSettings(lidar_fields="xyzirt"))
-    assert with_times.payload_room()[FrameType.LIDAR] == (0, 0)
+    assert with_times.layout.room(FrameType.LIDAR) == (0, 0)
+    assert with_times.layout.room(FrameType.CAMERA) != (0, 0)
 
 
 def test_frames_of_another_size_than_the_hello_are_refused():

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from _fake_game_support import TIMEOUT_S, FakeGame
 from _fake_game_support import Client as StreamClient
 
-from acres_sim.fake_game.session import PHYSICS_HZ, due_step, world_time
+from acres_sim.fake_game.world_clock import PHYSICS_HZ, due_step, world_time
 from acres_sim.protocol import (
     FrameHeader,
     FrameType,

@@ -528,7 +528,8 @@ def test_render_threads_per_agent_by_mode_or_as_asked():
     import threading
 
     from acres_sim.fake_game.cli import build_parser, config_from_args
-    from acres_sim.fake_game.session import Session, SessionConfig
+    from acres_sim.fake_game.session import Session
+    from acres_sim.fake_game.session_config import SessionConfig
 
     def render_threads() -> int:
         return sum(1 for t in threading.enumerate() if t.name.startswith("render-") and t.is_alive())

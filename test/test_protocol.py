@@ -302,8 +302,10 @@ def test_arbitrary_headers_raise_only_protocol_error(data):
     assert data[:4] == b"TSS1" and header.payload_size >= 0 and not math.isnan(header.type)
 
 
-@pytest.mark.parametrize("module", ["protocol", "stream", "stats", "geometry", "convert", "cdr", "ins_cdr",
-                                    "parameters", "topics", "diagnostics", "fake_game.session"])
+@pytest.mark.parametrize("module", ["protocol", "stream", "frame_reader", "payload_buffers", "handoff",
+                                    "stats", "geometry", "convert", "cdr", "ins_cdr", "parameters", "topics",
+                                    "diagnostics", "control_client", "fake_game.session",
+                                    "fake_game.control"])
 def test_the_core_imports_without_rclpy(module):
     code = f"import sys, acres_sim.{module}; sys.exit(1 if 'rclpy' in sys.modules else 0)"
     repo = Path(__file__).resolve().parents[1]

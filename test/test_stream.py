@@ -21,18 +21,10 @@ from acres_sim import protocol
 from acres_sim.protocol import FrameType, ProtocolError
 from acres_sim.stats import StreamStats
 from acres_sim.parameters import NotLoopbackError
-from acres_sim.stream import (
-    Backoff,
-    Frame,
-    FrameReader,
-    FrameSkipped,
-    HandoffQueue,
-    LatestSlot,
-    LogLimiter,
-    StreamClient,
-    StreamDesync,
-    StreamState,
-)
+from acres_sim.frame_reader import FrameReader, FrameSkipped, StreamDesync
+from acres_sim.handoff import HandoffQueue, LatestSlot
+from acres_sim.payload_buffers import PayloadLayout
+from acres_sim.stream import Backoff, Frame, LogLimiter, StreamClient, StreamState
 
 HELLO = protocol.encode_hello(protocol.parse_hello(json.dumps(small_hello_json()).encode()))
 
@@ -89,28 +81,36 @@ def test_reader_returns_frames_in_order_with_exact_payloads():
     b.close()
 
 
-def test_reader_gives_payloads_room_and_takes_a_buffer_again_only_once_nothing_refers_to_it():
+def test_reader_gives_payloads_room_and_takes_a_buffer_again_only_once_released():
     a, b = _pair()
     rng = np.random.default_rng(2)
-    clouds = [rng.normal(size=(300, 16, 4)).astype(np.float32) for _ in range(3)]  # 77 KB: large
+    clouds = [rng.normal(size=(300, 16, 4)).astype(np.float32) for _ in range(5)]  # 77 KB: large
     payloads = [protocol.encode_lidar(c) for c in clouds]
     sender = _send_later(b, [frame(FrameType.LIDAR, i, 0.1 * i, p) for i, p in enumerate(payloads)])
-    reader = FrameReader(a, room={FrameType.LIDAR: (40, 3)})
+    layouts = [PayloadLayout(lidar=(40, 3))]
+    reader = FrameReader(a, layout=lambda: layouts[-1])
     first = reader.read_frame()
-    assert isinstance(first.payload, memoryview) and bytes(first.payload) == payloads[0]
-    assert len(first.payload.obj) == 40 + len(payloads[0]) + 3
-    kept = protocol.decode_lidar(first.payload).points  # a consumer keeps a view of the cloud
-    first_buffer_id = id(first.payload.obj)
-    del first
+    assert bytes(first.payload) == payloads[0] and first.buffer is not None
+    assert len(first.buffer.whole) == 40 + len(payloads[0]) + 3 and first.buffer.offset == 40
+    kept = protocol.decode_lidar(first.payload).points  # a consumer keeps a view: it does not release
     second = reader.read_frame()
-    assert id(second.payload.obj) != first_buffer_id  # still referred to: a buffer of its own
+    assert second.buffer is not first.buffer  # not released: a buffer of its own
     np.testing.assert_array_equal(kept, clouds[0])  # and the kept cloud is untouched
     assert bytes(second.payload) == payloads[1]
-    second.payload.obj[0] = 0xCD  # what a consumer wrote into the room
-    del second
+    second.buffer.whole[0] = 0xCD  # what a consumer wrote into the room
+    second.buffer.release()
     third = reader.read_frame()
-    # nothing refers to the second buffer any more: taken again, not a fresh zero-filled one
-    assert third.payload.obj[0] == 0xCD and bytes(third.payload) == payloads[2]
+    # released: taken again, not a fresh zero-filled one
+    assert third.buffer is second.buffer and third.buffer.whole[0] == 0xCD
+    assert bytes(third.payload) == payloads[2]
+    third.buffer.hold()  # a second consumer (the bridge's JPEG encoder)
+    third.buffer.release()
+    fourth = reader.read_frame()
+    assert fourth.buffer is not third.buffer  # one holder left: not taken
+    fourth.buffer.release()
+    layouts.append(PayloadLayout(lidar=(40, 3)))  # a new Hello's layout, equal but not the same
+    fifth = reader.read_frame()
+    assert fifth.buffer is not fourth.buffer and fifth.buffer.layout is layouts[-1]
     np.testing.assert_array_equal(kept, clouds[0])
     sender.join()
     a.close()

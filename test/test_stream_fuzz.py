@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from acres_sim import protocol
 from acres_sim.protocol import FrameType, ProtocolError
-from acres_sim.stream import FrameReader, FrameSkipped, StreamDesync
+from acres_sim.frame_reader import FrameReader, FrameSkipped, StreamDesync
 
 EXAMPLES = int(os.environ.get("ACRES_FUZZ_EXAMPLES", "150"))
 MAX_PAYLOAD = 4096

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from .control import ControlServer
 from .server import LogFn, stdout_log
-from .session import AgentSpec, Session, SessionConfig
+from .session import Session
+from .session_config import AgentSpec, SessionConfig
 
 VEHICLE_NAMES = ("polaris", "maxxum")  # as fake_game.vehicles.VEHICLES; kept here so --help is cheap
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from .app import VEHICLE_NAMES, FakeGame, agent_specs
 from .server import DEFAULT_MAX_QUEUED_BYTES
-from .session import FLAVORS, SessionConfig
+from .session_config import FLAVORS, SessionConfig
 
 
 def _int_list(text: str) -> list[int]:

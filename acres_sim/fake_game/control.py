@@ -28,7 +28,8 @@ from typing import Any
 
 from .listener import accept_loop, listen_loopback
 from .server import LogFn, stdout_log
-from .session import EntityState, InvalidPose, NotPaused, Session, UnknownAgent
+from .entities import EntityState, InvalidPose, UnknownAgent
+from .session import NotPaused, Session
 
 MAX_LINE_BYTES = 64 * 1024
 

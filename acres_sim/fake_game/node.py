@@ -23,7 +23,7 @@ from rclpy.signals import SignalHandlerOptions  # noqa: E402, RUF100
 
 from .app import FakeGame, agent_specs  # noqa: E402, RUF100
 from .server import DEFAULT_MAX_QUEUED_BYTES  # noqa: E402, RUF100
-from .session import SessionConfig  # noqa: E402, RUF100
+from .session_config import SessionConfig  # noqa: E402, RUF100
 
 
 class FakeGameNode(Node):

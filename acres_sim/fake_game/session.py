@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,7 +40,6 @@ from contextlib import contextmanager
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 from acres_sim.protocol import (
@@ -55,14 +53,15 @@ from acres_sim.protocol import (
 )
 from acres_sim.rotations import quaternion_to_matrix
 
+from .entities import WORLD_HALF_EXTENT_M, EntityState, InvalidPose, UnknownAgent, finite_vector, float_triple
 from .motion import HeldMotion, RouteMotion
-from .server import DEFAULT_MAX_QUEUED_BYTES, LogFn, StreamServer, stdout_log
+from .render_pool import RenderPool
+from .session_config import AgentSpec, SessionConfig
+from .world_clock import PHYSICS_HZ, SensorSchedule, world_time
+from .server import LogFn, StreamServer, stdout_log
 
-PHYSICS_HZ = 120
 RESET_SCOPES = ("time", "state", "all")
-WORLD_HALF_EXTENT_M = 10_000.0  # where set_entity_state may place an agent (|x|, |y|, |z| at most)
 VEHICLE_CLOCK_LEAD_S = 1234.5  # vehicle time minus world time of agent 0
-FLAVORS = ("game", "core")
 MAX_STEPS_PER_REQUEST = 1_000_000
 AGENT_SPACING_M = 40.0  # distance along the loop between the start places of the agents
 CACHED_RENDERS = 5  # clouds and images re-served in --cached mode (0.5 s of a 10 Hz sensor)
@@ -71,165 +70,8 @@ _MAX_LAG_S = 1.0  # real-time pacing: further behind than this, give up catching
 _STOP_POLL_S = 0.02  # a world waiting for its renderer looks at stop this often
 
 
-def world_time(step: int) -> float:
-    """World time of physics step n, exact to the double nearest n / 120."""
-    return step / float(PHYSICS_HZ)
-
-
-def due_step(epoch: int, hz: float) -> int:
-    """The first physics step at or after the due time epoch / hz (exact arithmetic)."""
-    return math.ceil(Fraction(PHYSICS_HZ * epoch) / Fraction(hz))
-
-
-class RenderPool:
-    """Render workers on daemon threads, handing results back as Futures.
-
-    Unlike ThreadPoolExecutor, whose workers the interpreter joins at exit, a render in progress
-    (tens to hundreds of milliseconds on a busy machine) never holds up the end of the process.
-    """
-
-    def __init__(self, workers: int):
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._workers = workers
-        for i in range(workers):
-            threading.Thread(target=self._work, name=f"render-{i}", daemon=True).start()
-
-    def submit(self, fn: Callable[..., object], *args: object) -> Future:
-        future: Future = Future()
-        self._jobs.put((future, fn, args))
-        return future
-
-    def _work(self) -> None:
-        while (job := self._jobs.get()) is not None:
-            future, fn, args = job
-            if not future.set_running_or_notify_cancel():
-                continue  # cancelled by shutdown
-            try:
-                future.set_result(fn(*args))
-            except BaseException as exc:  # noqa: BLE001 -- handed to whoever waits on the future
-                future.set_exception(exc)
-
-    def shutdown(self) -> None:
-        """Cancel what has not started; let the workers end after their current render."""
-        while True:
-            try:
-                job = self._jobs.get_nowait()
-            except queue.Empty:
-                break
-            if job is not None:
-                job[0].cancel()
-        for _ in range(self._workers):
-            self._jobs.put(None)
-
-
-@dataclass(frozen=True)
-class AgentSpec:
-    agent: str
-    vehicle: str
-    port: int
-
-
-@dataclass(frozen=True)
-class SessionConfig:
-    agents: tuple[AgentSpec, ...]
-    seed: int = 42
-    realtime_factor: float = 1.0  # 0 = as fast as possible
-    lockstep: bool = False
-    flavor: str = "game"
-    georeferenced: bool = True
-    noise: bool = True
-    cached: bool = False
-    flat_ground: bool = False  # the plane z = 0 instead of the rolling ground: less CPU
-    max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES
-    stats_period_s: float = 30.0
-    duration_s: float = 0.0  # world time at which the run ends; 0 = never
-    render_workers: int = 0  # 0: one per agent in real time, else two; at most one per core
-
-    def __post_init__(self) -> None:
-        if not self.agents:
-            raise ValueError("at least one agent is needed")
-        names = [a.agent for a in self.agents]
-        if len(set(names)) != len(names):
-            raise ValueError(f"agent names must be unique, got {names}")
-        ports = [a.port for a in self.agents if a.port != 0]
-        if len(set(ports)) != len(ports):
-            raise ValueError(f"ports must be unique, got {ports}")
-        for a in self.agents:
-            if not 0 <= a.port <= 65535:
-                raise ValueError(f"port of agent {a.agent} must be 1-65535, got {a.port}")
-            if not a.agent or any(c.isspace() for c in a.agent):
-                raise ValueError(f"agent name {a.agent!r} must be non-empty without spaces")
-        if self.flavor not in FLAVORS:
-            raise ValueError(f"flavor must be one of {FLAVORS}, got {self.flavor!r}")
-        if not (self.realtime_factor >= 0 and math.isfinite(self.realtime_factor)):
-            raise ValueError(f"realtime_factor must be >= 0, got {self.realtime_factor}")
-        if self.max_queued_bytes <= 0:
-            raise ValueError(f"max_queued_bytes must be positive, got {self.max_queued_bytes}")
-        if not self.stats_period_s > 0:
-            raise ValueError(f"stats_period_s must be positive, got {self.stats_period_s}")
-        if not self.duration_s >= 0:
-            raise ValueError(f"duration_s must be >= 0, got {self.duration_s}")
-        if self.render_workers < 0:
-            raise ValueError(f"render_workers must be >= 0, got {self.render_workers}")
-
-
-def _finite_vector(name: str, values: Any, size: int) -> tuple[float, ...]:
-    if (not isinstance(values, (list, tuple)) or len(values) != size
-            or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values)):
-        raise InvalidPose(f"{name} must be a list of {size} numbers, got {values!r}")
-    result = tuple(float(v) for v in values)
-    if not all(math.isfinite(v) for v in result):
-        raise InvalidPose(f"{name} must be finite, got {result}")
-    return result
-
-
-class _Schedule:
-    """Epochs k = 1, 2, ... of a sensor at rate hz, each at its first step at or after k / hz."""
-
-    def __init__(self, hz: float):
-        self.hz = hz
-        self.epoch = 1
-        self.next_step = due_step(1, hz)
-
-    def due(self, step: int) -> int:
-        """How many epochs fall due at this step (0 or 1 for rates up to 120 Hz)."""
-        count = 0
-        while self.next_step <= step:
-            count += 1
-            self.epoch += 1
-            self.next_step = due_step(self.epoch, self.hz)
-        return count
-
-
-class UnknownAgent(LookupError):
-    """A control request named an agent this session does not have."""
-
-
 class NotPaused(Exception):
     """A step request that asked for a paused world found it playing."""
-
-
-class InvalidPose(ValueError):
-    """A control request asked for a pose that cannot be (non-finite, no rotation, off the world)."""
-
-
-@dataclass(frozen=True)
-class EntityState:
-    """Ground truth of an agent's base_footprint in the world frame (ENU) at world time time_s."""
-
-    agent: str
-    step: int
-    time_s: float
-    position: tuple[float, float, float]
-    orientation: tuple[float, float, float, float]  # x, y, z, w: body -> world
-    linear_velocity: tuple[float, float, float]  # world frame
-    angular_velocity: tuple[float, float, float]  # world frame
-    linear_acceleration: tuple[float, float, float]  # world frame, kinematic (no gravity)
-    held: bool  # placed by set_entity_state (else driving its route)
-
-
-def _triple(values: Any) -> tuple[float, float, float]:
-    return (float(values[0]), float(values[1]), float(values[2]))
 
 
 @dataclass
@@ -240,9 +82,9 @@ class _Agent:
     simulator: Any  # simulation.AgentSimulator
     server: StreamServer
     clock_lead_s: float
-    ins: _Schedule | None
-    lidar: _Schedule | None
-    camera: _Schedule | None
+    ins: SensorSchedule | None
+    lidar: SensorSchedule | None
+    camera: SensorSchedule | None
     renders: list[Future] = field(default_factory=list)
     cache: dict[FrameType, list[bytes]] = field(default_factory=dict)
     served: dict[FrameType, int] = field(default_factory=dict)
@@ -253,9 +95,9 @@ class _Agent:
     def restart_schedules(self, camera_on: bool) -> None:
         """Sensor epochs from world time 0: at the start and after a TIME reset."""
         hello = self.hello
-        self.ins = _Schedule(hello.ins.hz) if hello.ins.enabled else None
-        self.lidar = _Schedule(hello.lidar.hz) if hello.lidar.enabled else None
-        self.camera = _Schedule(hello.camera.hz) if camera_on else None
+        self.ins = SensorSchedule(hello.ins.hz) if hello.ins.enabled else None
+        self.lidar = SensorSchedule(hello.lidar.hz) if hello.lidar.enabled else None
+        self.camera = SensorSchedule(hello.camera.hz) if camera_on else None
 
 
 class Session:
@@ -443,11 +285,11 @@ class Session:
         rotation = kin.rotation
         return EntityState(
             agent=agent.spec.agent, step=step, time_s=t,
-            position=_triple(kin.position),
+            position=float_triple(kin.position),
             orientation=tuple(float(v) for v in kin.quaternion),  # type: ignore[arg-type]
-            linear_velocity=_triple(rotation @ kin.velocity_body),
-            angular_velocity=_triple(rotation @ kin.angular_rate_body),
-            linear_acceleration=_triple(rotation @ kin.acceleration_body),
+            linear_velocity=float_triple(rotation @ kin.velocity_body),
+            angular_velocity=float_triple(rotation @ kin.angular_rate_body),
+            linear_acceleration=float_triple(rotation @ kin.acceleration_body),
             held=held,
         )
 
@@ -457,13 +299,13 @@ class Session:
         """Place an agent: it holds this pose (moving on with the given world-frame twist) from the
         current world time until a state reset."""
         agent = self._agent(name)
-        position = _finite_vector("position", position, 3)
-        velocity = _finite_vector("linear_velocity", linear_velocity, 3)
-        spin = _finite_vector("angular_velocity", angular_velocity, 3)
+        position = finite_vector("position", position, 3)
+        velocity = finite_vector("linear_velocity", linear_velocity, 3)
+        spin = finite_vector("angular_velocity", angular_velocity, 3)
         if max(abs(v) for v in position) > WORLD_HALF_EXTENT_M:
             raise InvalidPose(f"position {position} is off the world (|x|, |y|, |z| at most "
                               f"{WORLD_HALF_EXTENT_M:.0f} m)")
-        quaternion = _finite_vector("orientation", orientation, 4)
+        quaternion = finite_vector("orientation", orientation, 4)
         if math.hypot(*quaternion) < 1e-6:
             raise InvalidPose(f"orientation {quaternion} is no rotation (a zero quaternion)")
         rotation = quaternion_to_matrix(quaternion)
