@@ -76,3 +76,14 @@ class Graph:
         self.executor.shutdown()
         self.node.destroy_node()
         rclpy.shutdown(context=self.context)
+
+
+def leave_graph(executor, spinner, node) -> None:
+    """Leave the graph before the process ends: a reader that just vanishes stays matched until its
+    lease ends, and the bridge's barriers would wait for it meanwhile."""
+    import rclpy
+
+    executor.shutdown()
+    spinner.join(5.0)
+    node.destroy_node()
+    rclpy.try_shutdown()

@@ -15,6 +15,8 @@ import sys
 import threading
 import time
 
+from benchmark.graph import leave_graph
+
 STEPS_PER_REQUEST = 12
 
 
@@ -74,11 +76,8 @@ def main(argv: list[str]) -> int:
                       "reply_to_barrier_ms": barrier_s / requests * 1e3}),
           flush=True)
     sock.close()
-    if spin is not None:  # leave the graph: a reader that just vanishes stays matched until its lease
-        executor.shutdown()  # ends, and the bridge's barriers would wait for it meanwhile
-        spin.join(5.0)
-        node.destroy_node()
-        rclpy.try_shutdown()
+    if spin is not None:
+        leave_graph(executor, spin, node)
     return 0
 
 

@@ -21,6 +21,8 @@ from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import Image, PointCloud2
 from simulation_interfaces.srv import GetEntityState, StepSimulation
 
+from benchmark.graph import leave_graph
+
 STEPS_PER_REQUEST = 12
 TIMEOUT_S = 10.0
 
@@ -94,10 +96,7 @@ def main(argv: list[str]) -> int:
                       "answer_ms_p50": float(np.percentile(ms, 50)),
                       "answer_ms_p99": float(np.percentile(ms, 99)),
                       "data_after_answer_ms": float(np.mean(after) * 1e3)}), flush=True)
-    executor.shutdown()
-    spinner.join(5.0)
-    node.destroy_node()
-    rclpy.try_shutdown()
+    leave_graph(executor, spinner, node)
     return 0
 
 
