@@ -238,10 +238,13 @@ class SimBridge(Node):
             compressed = pubs.get(topics.CAMERA_COMPRESSED)
             if compressed is not None and compressed.publisher.get_subscription_count() > 0:
                 if frame.buffer is not None:
-                    frame.buffer.hold()  # the encoder's until it released it (a replaced one is
-                    # never released: its buffer is simply not taken again)
-                if self._jpeg_slot.put((compressed.publisher, conv, frame.header, frame.data, frame.buffer)):
-                    self._jpeg_skipped += 1  # the encoder is still busy with an older image
+                    frame.buffer.hold()  # the encoder's until it releases it
+                replaced = self._jpeg_slot.replace((compressed.publisher, conv, frame.header, frame.data,
+                                                    frame.buffer))
+                if replaced is not None:  # the encoder is still busy with an older image
+                    self._jpeg_skipped += 1
+                    if replaced[-1] is not None:  # type: ignore[index]
+                        replaced[-1].release()  # type: ignore[index]
         elif kind == FrameType.BARRIER:
             if not self._wait_acknowledged(BARRIER_ACK_TIMEOUT_S):
                 self._barrier_timeouts += 1

@@ -96,9 +96,12 @@ class LatestSlot:
 
     def put(self, item: object) -> bool:
         """Leave `item`; True when it replaced one that was never taken."""
+        return self.replace(item) is not None
+
+    def replace(self, item: object) -> object | None:
+        """Leave `item`; the one it replaced (never taken), or None."""
         with self._cond:
-            replaced = self._item is not None
-            self._item = item
+            replaced, self._item = self._item, item
             self._cond.notify()
             return replaced
 

@@ -21,6 +21,7 @@ MAGIC = b"TSS1"
 HEADER = struct.Struct("<4sHHIIdd")
 HEADER_SIZE = HEADER.size  # 32
 HELLO_SCHEMA = "acres-sensor-stream-1"
+PHYSICS_HZ = 120  # physics steps per second of world time: one Clock frame per step
 
 _SUB_HEADER = struct.Struct("<4I")  # LiDAR and camera payloads both start with four uint32
 SUB_HEADER_SIZE = _SUB_HEADER.size  # 16

@@ -35,10 +35,11 @@ from simulation_interfaces.msg import EntityState, Result, SimulationState, Simu
 from std_msgs.msg import UInt64
 
 from acres_sim.control_client import AgentState, ControlClient, ControlRefused, ControlUnavailable
+from acres_sim.convert import stamp_to_sec_nanosec
+from acres_sim.protocol import PHYSICS_HZ
 from acres_sim.spin import spin_in_thread
 
 BARRIER_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-PHYSICS_HZ = 120
 SERVICE_CHUNK_STEPS = 1200  # steps per game request of step_simulation: 10 s of world time
 RESET_SCOPES = {
     srv.ResetSimulation.Request.SCOPE_DEFAULT: "all",
@@ -80,6 +81,10 @@ UNSUPPORTED = {
 
 class OperationFailed(Exception):
     """A request that could not be done: the message says why (for result.error_message)."""
+
+
+class Unsupported(Exception):
+    """A request for a feature the simulator does not offer (FEATURE_UNSUPPORTED)."""
 
 
 class BarrierWatch:
@@ -196,6 +201,8 @@ class SimControl(Node):
                 _fail(response, code, str(exc))
             except OperationFailed as exc:
                 _fail(response, Result.RESULT_OPERATION_FAILED, str(exc))
+            except Unsupported as exc:
+                _fail(response, Result.RESULT_FEATURE_UNSUPPORTED, str(exc))
             except Exception as exc:  # noqa: BLE001 -- answer and keep serving
                 self.get_logger().error(f"{handler.__name__}: {type(exc).__name__}: {exc}")
                 _fail(response, Result.RESULT_OPERATION_FAILED, f"{type(exc).__name__}: {exc}")
@@ -205,8 +212,7 @@ class SimControl(Node):
     @staticmethod
     def _unsupported(what: str) -> Callable[[Any, Any], None]:
         def answer(request: Any, response: Any) -> None:
-            _fail(response, Result.RESULT_FEATURE_UNSUPPORTED,
-                  f"the simulator does not support {what} (see get_simulator_features)")
+            raise Unsupported(f"the simulator does not support {what} (see get_simulator_features)")
         return answer
 
     def _steps(self, steps: int, chunk: int, after_chunk: Callable[[int], bool] | None = None) -> int:
@@ -282,21 +288,20 @@ class SimControl(Node):
     def _reset_simulation(self, request: Any, response: Any) -> None:
         scope = RESET_SCOPES.get(request.scope)
         if scope is None:
-            _fail(response, Result.RESULT_FEATURE_UNSUPPORTED,
-                  f"reset scope {request.scope} is not supported: TIME (1), STATE (2), both, DEFAULT (0) "
-                  "or ALL (255); nothing is ever spawned, so SPAWNED (4) has nothing to do")
-            return
+            raise Unsupported(f"reset scope {request.scope} is not supported: TIME (1), STATE (2), both, "
+                              "DEFAULT (0) or ALL (255); nothing is ever spawned, so SPAWNED (4) has "
+                              "nothing to do")
         with self._step_lock:
             self.game.reset(scope)
         response.result.result = Result.RESULT_OK
 
     def _matching(self, filters: Any) -> list[str]:
         if filters.categories:
-            raise _Unsupported("filtering by entity category is not supported")
+            raise Unsupported("filtering by entity category is not supported")
         if filters.tags.tags:
-            raise _Unsupported("filtering by entity tags is not supported")
+            raise Unsupported("filtering by entity tags is not supported")
         if filters.bounds.type != 0 or filters.bounds.points:
-            raise _Unsupported("filtering by bounds is not supported")
+            raise Unsupported("filtering by bounds is not supported")
         try:
             pattern = re.compile(filters.filter) if filters.filter else None
         except re.error as exc:
@@ -305,19 +310,11 @@ class SimControl(Node):
         return [name for name in self.game.entities() if pattern is None or pattern.search(name)]
 
     def _get_entities(self, request: Any, response: Any) -> None:
-        try:
-            response.entities = self._matching(request.filters)
-        except _Unsupported as exc:
-            _fail(response, Result.RESULT_FEATURE_UNSUPPORTED, str(exc))
-            return
+        response.entities = self._matching(request.filters)
         response.result.result = Result.RESULT_OK
 
     def _get_entities_states(self, request: Any, response: Any) -> None:
-        try:
-            names = self._matching(request.filters)
-        except _Unsupported as exc:
-            _fail(response, Result.RESULT_FEATURE_UNSUPPORTED, str(exc))
-            return
+        names = self._matching(request.filters)
         response.entities = names
         response.states = [self._entity_state(self.game.get_state(name)) for name in names]
         response.result.result = Result.RESULT_OK
@@ -349,8 +346,8 @@ class SimControl(Node):
     def _entity_state(self, state: AgentState) -> EntityState:
         msg = EntityState()
         msg.header.frame_id = self.world_frame
-        nanoseconds = round(state.time_s * 1e9)
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(nanoseconds, 1_000_000_000)
+        # the same conversion as the bridge's headers: the state's stamp equals theirs to the nanosecond
+        msg.header.stamp.sec, msg.header.stamp.nanosec = stamp_to_sec_nanosec(state.time_s)
         pose, twist = msg.pose, msg.twist
         pose.position.x, pose.position.y, pose.position.z = state.position
         pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = state.orientation
@@ -388,10 +385,6 @@ class SimControl(Node):
         result.result.result = Result.RESULT_OK
         goal_handle.succeed()
         return result
-
-
-class _Unsupported(Exception):
-    pass
 
 
 def _fail(response: Any, code: int, message: str) -> None:

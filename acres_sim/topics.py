@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from acres_sim.parameters import BridgeConfig
-from acres_sim.protocol import FrameType, Hello
+from acres_sim.protocol import PHYSICS_HZ, FrameType, Hello
 
 
 # The data topics (relative to the bridge's namespace, /tf absolute): the one place they are spelled.
@@ -46,7 +46,7 @@ def topic_plan(hello: Hello, config: BridgeConfig, jpeg: bool = True) -> dict[st
 
 def expected_rates(hello: Hello | None) -> dict[int, float]:
     """Frames per second of simulation time the Hello promises (the physics clock is 120 Hz)."""
-    rates: dict[int, float] = {FrameType.CLOCK: 120.0}
+    rates: dict[int, float] = {FrameType.CLOCK: float(PHYSICS_HZ)}
     if hello is not None:
         if hello.ins.enabled:
             rates[FrameType.INS] = hello.ins.hz

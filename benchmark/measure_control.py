@@ -38,7 +38,7 @@ def measure_sim_control(tmp: Path, requests: int, agent_count: int, profile: boo
         ports = [_port(game, "ACRES_SENSOR_STREAM_LISTENING", a) for a in agents]
         control = _port(game, "ACRES_SIM_CONTROL_LISTENING")
         spec = []
-        for index, agent in enumerate(agents):
+        for agent in agents:
             spec += bridge_topics(vehicle_hello(agent), f"/{agent}", clock=False)
         subscriber = start_module("benchmark.subscriber", [json.dumps(spec), str(tmp / "control_sub.json")],
                                   domain, profile)

@@ -19,6 +19,7 @@ import rclpy
 from nav_msgs.msg import Odometry
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import Image, PointCloud2
+from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import GetEntityState, StepSimulation
 
 from benchmark.graph import leave_graph
@@ -67,7 +68,7 @@ def main(argv: list[str]) -> int:
         future = client.call_async(request)
         done = threading.Event()
         future.add_done_callback(lambda _f: done.set())
-        if not done.wait(TIMEOUT_S) or future.result().result.result != 1:
+        if not done.wait(TIMEOUT_S) or future.result().result.result != Result.RESULT_OK:
             raise SystemExit(f"{client.srv_name} failed: {future.result()}")
         return future.result()
 

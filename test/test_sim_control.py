@@ -17,6 +17,7 @@ simulation_interfaces = pytest.importorskip(
 
 from _bridge_support import Graph, Process, free_port, ros_env, start_bridge, start_fake_game  # noqa: E402
 from _reference_geometry import quat_matrix  # noqa: E402
+from action_msgs.msg import GoalStatus  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -243,7 +244,7 @@ def test_simulate_steps_action_gives_feedback_and_can_be_cancelled(session):
     result = handle.get_result_async()
     session.graph.spin_until(result.done, CALL_TIMEOUT_S, "result after cancel")
     answer = result.result()
-    assert answer.status == 5  # action_msgs/GoalStatus.STATUS_CANCELED
+    assert answer.status == GoalStatus.STATUS_CANCELED
     assert answer.result.result.result == Result.RESULT_OPERATION_FAILED
     done = int(answer.result.result.error_message.split("after ")[1].split(" of")[0])
     assert 24 <= done < 12000 and done % 12 == 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-PHYSICS_HZ = 120
+from acres_sim.protocol import PHYSICS_HZ
 
 
 def world_time(step: int) -> float:
