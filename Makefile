@@ -7,7 +7,7 @@ COLCON_PATHS := --base-paths . --build-base build --install-base install
 # colcon test must never hang CI: the whole suite gets this many seconds.
 TEST_TIMEOUT_S ?= 1500
 
-.PHONY: bootstrap build test lint demo bench bench-detail bench-lio soak clean
+.PHONY: bootstrap build test test-unit lint demo bench bench-detail bench-lio soak clean
 
 bootstrap:
 	@bash tools/bootstrap.sh
@@ -29,8 +29,12 @@ test: build
 	  python3 tools/check_test_count.py build/acres_sim/pytest.xml || status=1; \
 	  exit $$status
 
+# The fast part from the source tree: unit tests (no process, socket or graph) and lint checks.
+test-unit: bootstrap
+	@$(ENV) && python -m pytest -q -p no:cacheprovider test/unit test/lint
+
 lint: bootstrap
-	@$(ENV) && python -m flake8 acres_sim test launch benchmark tools setup.py
+	@$(ENV) && python -m flake8 acres_sim harness test launch benchmark tools setup.py
 
 demo: build
 	@$(ENV) && source install/setup.bash && bash tools/demo.sh

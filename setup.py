@@ -7,8 +7,8 @@ PACKAGE = "acres_sim"
 setup(
     name=PACKAGE,
     version="0.1.0",
-    # the benchmark (benchmark/, make bench) is not installed
-    packages=find_packages(exclude=["test", "test.*", "benchmark", "benchmark.*"]),
+    # the benchmark and the harness it shares with the tests are not installed
+    packages=find_packages(exclude=["test", "test.*", "benchmark", "benchmark.*", "harness", "harness.*"]),
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
@@ -25,10 +25,10 @@ setup(
     extras_require={"test": ["pytest"]},
     entry_points={
         "console_scripts": [
-            "sim_bridge = acres_sim.bridge:main",
-            "fake_game = acres_sim.fake_game.node:main",
-            "snapshot = acres_sim.snapshot:main",
-            "sim_control = acres_sim.sim_control:main",
+            "sim_bridge = acres_sim.nodes.sim_bridge:main",
+            "fake_game = acres_sim.nodes.fake_game:main",
+            "snapshot = acres_sim.viewer.snapshot:main",
+            "sim_control = acres_sim.nodes.sim_control:main",
         ],
     },
 )

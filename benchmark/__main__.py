@@ -52,7 +52,7 @@ from benchmark.measure import (
 from benchmark.measure_control import measure_sim_control
 from benchmark.report import machine, print_report
 from benchmark.verdicts import verdicts
-from benchmark.workload import polaris_period
+from harness.workload import polaris_period
 
 MEASUREMENTS = ("raw", "ingest", "convert", "polaris", "agents4", "lockstep", "simcontrol", "fakegame",
                 "remote")

@@ -22,9 +22,9 @@ import numpy as np
 
 def reader_throughput(megabytes: int = 400) -> float:
     """MB/s that FrameReader pulls through a local socket pair (camera-sized frames)."""
-    from acres_sim import protocol
-    from acres_sim.protocol import FrameType
-    from acres_sim.frame_reader import FrameReader
+    from acres_sim.stream import protocol
+    from acres_sim.stream.protocol import FrameType
+    from acres_sim.stream.frame_reader import FrameReader
 
     payload = protocol.encode_camera(np.zeros((512, 896, 3), np.uint8))
     data = protocol.encode_frame(FrameType.CAMERA, 0, 0.0, 0.0, payload)
@@ -53,11 +53,11 @@ def publish_cost(repeats: int = 50) -> dict[str, float]:
     from nav_msgs.msg import Odometry
     from sensor_msgs.msg import Image, PointCloud2
 
-    from acres_sim import protocol
-    from acres_sim.convert import FrameConverter
-    from acres_sim.cdr_publisher import CdrPublisher
-    from acres_sim.fake_game.vehicles import vehicle_hello
-    from acres_sim.protocol import FrameType
+    from acres_sim.stream import protocol
+    from acres_sim.convert.converter import FrameConverter
+    from acres_sim.middleware.cdr_publisher import CdrPublisher
+    from acres_sim.fake_game.simulation.vehicles import vehicle_hello
+    from acres_sim.stream.protocol import FrameType
 
     hello = vehicle_hello("polaris")
     conv = FrameConverter(hello)
@@ -104,7 +104,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args()
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    from benchmark.delivery import measure_large_delivery
+    from harness.delivery import measure_large_delivery
 
     print(f"FrameReader throughput over a socket pair: {reader_throughput():.0f} MB/s")
     for name, ms in publish_cost().items():

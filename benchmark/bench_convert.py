@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per-message conversion cost of acres_sim.convert for a Polaris cloud, image and INS epoch.
+"""Per-message conversion cost of acres_sim.convert.converter for a Polaris cloud, image and INS epoch.
 
 Side by side in the same run, it times the ways of filling msg.data of a 0.9 MB PointCloud2 and a
 1.4 MB Image: what FrameConverter does (one copy into an array.array('B')), bytes(), and the naive
@@ -59,10 +59,10 @@ def main() -> None:
     parser.add_argument("--naive-repeat", type=int, default=5, help="runs of the slow numpy assignment")
     args = parser.parse_args()
 
-    from acres_sim.convert import FrameConverter
-    from acres_sim.fake_game.vehicles import vehicle_hello  # the protocol page's Polaris Hello
-    from acres_sim.parameters import ConvertSettings
-    from acres_sim.protocol import (
+    from acres_sim.convert.converter import FrameConverter
+    from acres_sim.fake_game.simulation.vehicles import vehicle_hello  # the protocol page's Polaris Hello
+    from acres_sim.convert.settings import ConvertSettings
+    from acres_sim.stream.protocol import (
         FrameHeader,
         FrameType,
         decode_camera,
@@ -92,7 +92,7 @@ def main() -> None:
 
     n = args.repeat
     checks = getattr(PointCloud2(), "_check_fields", True)  # distributions before Jazzy always check
-    print(f"acres_sim.convert, Polaris: cloud {len(cloud.point_bytes)} B (1800 x 32), "
+    print(f"acres_sim.convert.converter, Polaris: cloud {len(cloud.point_bytes)} B (1800 x 32), "
           f"image {len(image.pixel_bytes)} B (896 x 512 bgr8); {n} runs each; generated field checks "
           f"{'ON' if checks else 'off'} (ROS_PYTHON_CHECK_FIELDS)")
 

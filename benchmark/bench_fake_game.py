@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from acres_sim.protocol import HEADER_SIZE, FrameType, parse_header
-from benchmark.workload import process_cpu_s
+from acres_sim.stream.protocol import HEADER_SIZE, FrameType, parse_header
+from harness.workload import process_cpu_s
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -30,8 +30,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=40, help="samples per measurement")
     args = parser.parse_args()
-    from acres_sim.fake_game.simulation import AgentSimulator
-    from acres_sim.fake_game.vehicles import VEHICLES, vehicle_hello
+    from acres_sim.fake_game.simulation.simulation import AgentSimulator
+    from acres_sim.fake_game.simulation.vehicles import VEHICLES, vehicle_hello
 
     times = [0.1 + 2.3 * k for k in range(args.repeat)]  # different places on the loop
     for vehicle in VEHICLES:

@@ -19,9 +19,9 @@ import time
 
 import numpy as np
 
-from acres_sim.snapshot_render import FrameStore, cloud_fields, transform_matrix
-from benchmark.graph import Graph, free_port
-from benchmark.processes import start_bridge, start_module
+from acres_sim.viewer.snapshot_render import FrameStore, cloud_fields, transform_matrix
+from harness.graph import Graph, free_port
+from harness.processes import start_bridge, start_module
 
 
 def collect(seconds: float) -> tuple[list, FrameStore, str]:

@@ -17,12 +17,12 @@ import time
 
 import numpy as np
 
-from acres_sim import protocol
-from acres_sim.fake_game.vehicles import vehicle_hello
-from acres_sim.protocol import FrameType
-from benchmark.graph import Graph
-from benchmark.processes import start_bridge
-from benchmark.workload import ins_values, process_cpu_s
+from acres_sim.stream import protocol
+from acres_sim.fake_game.simulation.vehicles import vehicle_hello
+from acres_sim.stream.protocol import FrameType
+from harness.graph import Graph
+from harness.processes import start_bridge
+from harness.workload import ins_values, process_cpu_s
 
 
 def serve(listener: socket.socket, go: threading.Event, barriers: int, sent: dict[int, float]) -> None:

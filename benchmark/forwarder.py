@@ -13,15 +13,15 @@ from __future__ import annotations
 import json
 import sys
 
-from acres_sim.protocol import HEADER_SIZE
+from acres_sim.stream.protocol import HEADER_SIZE
 
 
 def main(argv: list[str]) -> int:
-    from acres_sim import dds
+    from acres_sim.middleware import dds
 
     dds.apply_profile()  # the bridge's own profile, before rclpy creates the participant
     from benchmark.noop import MbpsReport, PrebuiltMessages, stop_on_signals
-    from benchmark.workload import connect_drain
+    from harness.workload import connect_drain
 
     spec, port = json.loads(argv[0]), int(argv[1])
     stop = stop_on_signals()

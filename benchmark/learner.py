@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from benchmark.graph import leave_graph
+from harness.graph import leave_graph
 
 STEPS_PER_REQUEST = 12
 

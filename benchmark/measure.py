@@ -14,70 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from acres_sim.protocol import HEADER_SIZE, FrameHeader, FrameType
-from benchmark.processes import DOMAINS, CpuWindow, Proc, json_result, ready, start_bridge, start_module
-from benchmark.workload import Period, ReplayServer, connect_drain, raw_drain
-
-
-GROUPS = {FrameType.CLOCK: "clock", FrameType.INS: "INS", FrameType.LIDAR: "LiDAR",
-          FrameType.CAMERA: "camera"}
-
-
-def _stamp_ns(stamp: float) -> int:
-    from acres_sim.convert import stamp_to_sec_nanosec
-
-    sec, nanosec = stamp_to_sec_nanosec(stamp)
-    return sec * 1_000_000_000 + nanosec
-
-
-def _topic_kind(topic: str) -> int | None:
-    if topic == "/clock":
-        return FrameType.CLOCK
-    if "/ins/" in topic or topic.startswith("/tf") or "ground_truth" in topic:
-        return FrameType.INS
-    if topic.endswith("lidar/points"):
-        return FrameType.LIDAR
-    if "/camera/" in topic:
-        return FrameType.CAMERA
-    return None
-
-
-def latencies(sent: list[tuple[int, float, float]], received: dict[str, list[list[int]]], start: float,
-              end: float) -> dict[str, dict[str, Any]]:
-    """Per group (clock, INS, LiDAR, camera): every latency in ms (publish time -> callback) over
-    all topics of the group, the messages expected and lost. Only frames published between start
-    and end count."""
-    by_kind: dict[int, dict[int, float]] = {}
-    for kind, stamp, published in sent:
-        if start <= published <= end:
-            by_kind.setdefault(int(kind), {})[_stamp_ns(stamp)] = published
-    out: dict[str, dict[str, Any]] = {name: {"ms": [], "messages": 0, "lost": 0} for name in GROUPS.values()}
-    for topic, records in received.items():
-        kind = _topic_kind(topic)
-        if kind is None:
-            continue
-        got = {stamp: recv for stamp, recv in records}
-        group = out[GROUPS[kind]]
-        for stamp, published in by_kind.get(kind, {}).items():
-            group["messages"] += 1
-            if stamp in got:
-                group["ms"].append((got[stamp] / 1e9 - published) * 1e3)
-            else:
-                group["lost"] += 1
-    return out
-
-
-def summary(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, float]]:
-    """p50 / p99 / max over the pooled latencies of several runs, messages and losses summed."""
-    out = {}
-    for name in GROUPS.values():
-        lat = np.concatenate([np.asarray(r[name]["ms"], float) for r in runs]) if runs else np.array([])
-        out[name] = {"p50_ms": float(np.percentile(lat, 50)) if lat.size else float("nan"),
-                     "p99_ms": float(np.percentile(lat, 99)) if lat.size else float("nan"),
-                     "max_ms": float(lat.max()) if lat.size else float("nan"),
-                     "messages": int(sum(r[name]["messages"] for r in runs)),
-                     "lost": int(sum(r[name]["lost"] for r in runs))}
-    return out
+from acres_sim.stream.protocol import HEADER_SIZE, FrameHeader, FrameType
+from harness.processes import DOMAINS, CpuWindow, Proc, json_result, ready, start_bridge, start_module
+from benchmark.latency import GROUPS, latencies, summary
+from harness.workload import Period, ReplayServer, connect_drain, raw_drain
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,9 +138,9 @@ def measure_throughput(period: Period, tmp: Path, raw_s: float, ingest_s: float,
 
 
 def measure_convert(period: Period, repeats: int = 200) -> dict[str, float]:
-    from acres_sim.convert import FrameConverter
-    from acres_sim.parameters import ConvertSettings
-    from acres_sim.protocol import decode_payload
+    from acres_sim.convert.converter import FrameConverter
+    from acres_sim.convert.settings import ConvertSettings
+    from acres_sim.stream.protocol import decode_payload
 
     kind, stamp, payload = next(f for f in period.frames if f[0] == FrameType.LIDAR)
     header = FrameHeader(kind, 0, len(payload), stamp, 0.0)
@@ -360,7 +300,7 @@ def measure_agents(period: Period, seconds: float, tmp: Path, count: int = 4) ->
     publishers with the same topics and frames (the floor of that many agents), each time with one
     subscriber process on every topic: what is lost with no bridge at all is the subscriber's."""
     from benchmark.messages import bridge_topics
-    from acres_sim.launch_plan import plan_launch
+    from acres_sim.nodes.launch_plan import plan_launch
 
     servers = [ReplayServer(period, rate=1.0) for _ in range(count)]
     names = [f"polaris{i}" for i in range(count)]
@@ -405,7 +345,7 @@ def measure_lockstep(tmp: Path, requests: int, profile: bool = False) -> dict[st
     game (lockstep, --cached: the world is cheap, so the bridge's share shows), bridge and
     subscriber. With `profile`, the subscriber and the learner load that Fast DDS file."""
     from benchmark.messages import bridge_topics
-    from acres_sim.fake_game.vehicles import vehicle_hello
+    from acres_sim.fake_game.simulation.vehicles import vehicle_hello
 
     domain = next(DOMAINS)
     game = start_module("acres_sim.fake_game", ["--port", "0", "--vehicle", "polaris", "--lockstep",

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.processes import DOMAINS, Proc, json_result, ready, ros_env, start_bridge, start_module
+from harness.processes import DOMAINS, Proc, json_result, ready, ros_env, start_bridge, start_module
 
 AGENT_SETS = {1: ("polaris",), 2: ("polaris", "maxxum")}
 
@@ -24,8 +24,8 @@ def _port(game: Proc, prefix: str, agent: str | None = None) -> int:
 def measure_sim_control(tmp: Path, requests: int, agent_count: int, profile: bool = False) -> dict[str, Any]:
     """With `profile`, the subscriber, sim_control and the learners load the bridge's Fast DDS file
     (their readers then answer heartbeats at once instead of after 5 ms)."""
-    from acres_sim.dds import shipped_environment
-    from acres_sim.fake_game.vehicles import vehicle_hello
+    from acres_sim.middleware.dds import shipped_environment
+    from acres_sim.fake_game.simulation.vehicles import vehicle_hello
     from benchmark.messages import bridge_topics
 
     agents = AGENT_SETS[agent_count]
@@ -50,7 +50,7 @@ def measure_sim_control(tmp: Path, requests: int, agent_count: int, profile: boo
         env = ros_env(domain)
         if profile:
             env.update(shipped_environment())
-        procs.append(Proc([sys.executable, "-m", "acres_sim.sim_control", "--ros-args", "-p",
+        procs.append(Proc([sys.executable, "-m", "acres_sim.nodes.sim_control", "--ros-args", "-p",
                            f"control_port:={control}", "-p", f"agents:=[{','.join(agents)}]"],
                           env, "sim_control"))
         ready(subscriber)

@@ -8,10 +8,9 @@ from typing import Any
 def bridge_topics(hello: Any, namespace: str = "", clock: bool = True) -> list[list[str]]:
     """[absolute topic, type name, qos kind] of every topic one bridge publishes for this Hello at
     its defaults, except the compressed image (its JPEG encoding is not what this measures)."""
-    from acres_sim.parameters import config_from_values
-    from acres_sim.topics import topic_plan
+    from acres_sim.convert.topics import topic_plan
 
     spec = [["/clock", "Clock", "clock"]] if clock else []
-    for topic, (type_name, kind) in topic_plan(hello, config_from_values({}), jpeg=False).items():
+    for topic, (type_name, kind) in topic_plan(hello, compressed=False).items():
         spec.append([topic if topic.startswith("/") else f"{namespace}/{topic}", type_name, kind])
     return spec

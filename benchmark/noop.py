@@ -22,8 +22,8 @@ import threading
 import time
 from typing import Any
 
-from acres_sim.cdr import STAMP
-from acres_sim.protocol import FrameHeader, FrameType, decode_payload
+from acres_sim.convert.cdr import STAMP
+from acres_sim.stream.protocol import FrameHeader, FrameType, decode_payload
 
 
 class MbpsReport:
@@ -49,12 +49,13 @@ class PrebuiltMessages:
         import rclpy
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-        from acres_sim.message_types import message_type
-        from benchmark.workload import polaris_period
-        from acres_sim.bridge import CLOCK_QOS, TF_QOS
-        from acres_sim.convert import FrameConverter, stamp_to_sec_nanosec
-        from acres_sim.parameters import ConvertSettings
-        from acres_sim.cdr_publisher import CdrPublisher
+        from acres_sim.middleware.message_types import message_type
+        from harness.workload import polaris_period
+        from acres_sim.nodes.sim_bridge import CLOCK_QOS, TF_QOS
+        from acres_sim.convert.converter import FrameConverter
+        from acres_sim.convert.stamps import stamp_to_sec_nanosec
+        from acres_sim.convert.settings import ConvertSettings
+        from acres_sim.middleware.cdr_publisher import CdrPublisher
 
         self.period = polaris_period()
         self._conv = FrameConverter(self.period.hello, ConvertSettings(frame_prefix=prefix))
@@ -73,8 +74,8 @@ class PrebuiltMessages:
 
     def batch(self, kind: int, payload: bytes) -> list[tuple[Any, Any, Any]]:
         """(publisher, message, its stamp: a Time to overwrite, or the offset of a serialized one)"""
-        from acres_sim.cdr import STAMP_AT
-        from acres_sim.ins_cdr import TF_STAMP_AT
+        from acres_sim.convert.cdr import STAMP_AT
+        from acres_sim.convert.ins_cdr import TF_STAMP_AT
 
         conv, wire = self._conv, self._wire
         header = FrameHeader(kind, 0, len(payload), 0.0, 0.0)
@@ -123,7 +124,7 @@ def stop_on_signals() -> threading.Event:
 
 
 def main(argv: list[str]) -> int:
-    from acres_sim import dds
+    from acres_sim.middleware import dds
 
     dds.apply_profile()  # the bridge's own profile, before rclpy creates the participant
     spec, out = json.loads(argv[0]), argv[1]

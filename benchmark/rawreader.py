@@ -12,7 +12,7 @@ import json
 import sys
 import time
 
-from benchmark.workload import connect_drain
+from harness.workload import connect_drain
 
 
 def main(argv: list[str]) -> int:

@@ -26,11 +26,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from acres_sim import dds
-from benchmark.measure import GROUPS, latencies, summary
-from benchmark.processes import Proc, ros_env
+from acres_sim.middleware import dds
+from benchmark.latency import GROUPS, latencies, summary
+from harness.processes import Proc, ros_env
 from benchmark.messages import bridge_topics
-from benchmark.workload import polaris_period
+from harness.workload import polaris_period
 
 ROBOT_ADDRESS, REMOTE_ADDRESS = "198.18.0.1", "198.18.0.2"
 REMOTE_PROFILE_NAME = "fastdds_remote_host.xml"
@@ -148,7 +148,8 @@ def measure_remote(seconds: float, tmp: Path, domain: int = 230, rate: str | Non
                 procs.append(Proc(hosts.command(host, [sys.executable, "-m", "benchmark.subscriber",
                                                        json.dumps(spec), str(outs[name]), *mode]),
                                   _env(domain, **extra), f"subscriber ({name})"))
-            bridge = Proc(hosts.command(hosts.robot, [sys.executable, "-m", "acres_sim.bridge", "--ros-args",
+            bridge = Proc(hosts.command(hosts.robot, [sys.executable, "-m", "acres_sim.nodes.sim_bridge",
+                                                      "--ros-args",
                                                       "-r", "__ns:=/polaris", "-p", f"port:={port}",
                                                       "-p", "stats_period_s:=0.0"]),
                           _env(domain), "sim_bridge")

@@ -1,6 +1,6 @@
 """The paced Polaris stream as a process of its own: `python3 -m benchmark.replay OUT`.
 
-ReplayServer (benchmark.workload) on 127.0.0.1 for one client, in whatever network namespace
+ReplayServer (harness.workload) on 127.0.0.1 for one client, in whatever network namespace
 the process is started in (the remote-subscriber measurement runs it on its own test host). Prints
 `PORT <n>` once listening; on SIGINT or SIGTERM writes OUT: [[frame type, stamp, publish time
 (CLOCK_MONOTONIC, s)], ...], the log the latencies are measured from.
@@ -13,7 +13,7 @@ import signal
 import sys
 import threading
 
-from benchmark.workload import ReplayServer, polaris_period
+from harness.workload import ReplayServer, polaris_period
 
 
 def main(argv: list[str]) -> int:

@@ -7,7 +7,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from benchmark.measure import GROUPS
+from benchmark.latency import GROUPS
 
 
 def print_report(r: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from sensor_msgs.msg import Image, PointCloud2
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import GetEntityState, StepSimulation
 
-from benchmark.graph import leave_graph
+from harness.graph import leave_graph
 
 STEPS_PER_REQUEST = 12
 TIMEOUT_S = 10.0

@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-from benchmark.graph import Graph, free_port
-from benchmark.processes import start_bridge, start_module
+from harness.graph import Graph, free_port
+from harness.processes import start_bridge, start_module
 
 
 def rss_mb(pid: int) -> float:

@@ -20,8 +20,8 @@ import sys
 import threading
 import time
 
-from acres_sim.cdr import STAMP, STAMP_AT
-from acres_sim.ins_cdr import TF_STAMP_AT
+from acres_sim.convert.cdr import STAMP, STAMP_AT
+from acres_sim.convert.ins_cdr import TF_STAMP_AT
 
 
 def _stamp_of(type_name: str):
@@ -43,8 +43,8 @@ def _cdr_string(data: bytes, at: int) -> tuple[str, int]:
 
 
 def raw_stamp_of(type_name: str):
-    """The stamp in ns from a little-endian CDR message (the offsets acres_sim.cdr and
-    acres_sim.ins_cdr write them at): a Header or a Clock opens with sec (int32) and nanosec
+    """The stamp in ns from a little-endian CDR message (the offsets acres_sim.convert.cdr and
+    acres_sim.convert.ins_cdr write them at): a Header or a Clock opens with sec (int32) and nanosec
     (uint32), a TFMessage with the transforms' count; UInt64 is its data."""
     def time_at(data: bytes, at: int) -> int:
         sec, nanosec = STAMP.unpack_from(data, at)
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-    from acres_sim.message_types import message_type
+    from acres_sim.middleware.message_types import message_type
 
     spec, out = json.loads(argv[0]), argv[1]
     raw, best_effort = "raw" in argv[2:], "best_effort" in argv[2:]

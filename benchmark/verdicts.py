@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmark.measure import GROUPS
+from benchmark.latency import GROUPS
 
 
 TARGETS = {

@@ -14,17 +14,19 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from acres_sim.launch_plan import config_file, plan_launch
+from acres_sim.nodes.launch_plan import DEFAULT_PORTS, config_file, plan_launch
 
 ARGUMENTS = (
     ("agents", "polaris", "Agent names, comma separated: one sim_bridge per agent in namespace /<agent>."),
-    ("ports", "5601", "Sensor stream ports, comma separated, one per agent (same order)."),
+    ("ports", DEFAULT_PORTS, "Sensor stream ports, comma separated, one per agent (same order)."),
     ("host", "127.0.0.1", "Address of the sensor streams (loopback only)."),
     ("fake_game", "false", "true: also start fake_game serving these agents on these ports."),
     ("vehicles", "", "fake_game vehicles (polaris | maxxum), one per agent; default: the agent names."),
     ("rviz", "false", "true: start rviz2 with config/acres_sim.rviz."),
     ("use_sim_time", "true", "use_sim_time for rviz2 (the bridges themselves run on wall time)."),
     ("params_file", config_file("bridge.yaml"), "sim_bridge parameters file."),
+    ("fake_game_params_file", config_file("fake_game.yaml"), "fake_game parameters file."),
+    ("sim_control_params_file", config_file("sim_control.yaml"), "sim_control parameters file."),
     ("log_level", "info", "Log level of the started nodes: debug, info, warn, error, fatal."),
     ("control_port", "0", "Control channel port: > 0 starts sim_control (and fake_game opens the channel)."),
     ("lockstep", "false", "true: fake_game starts held; the world moves on step requests (control_port)."),
@@ -41,7 +43,8 @@ def _nodes(context):
     actions = []
     if plan.fake_game is not None:
         actions.append(Node(package="acres_sim", executable="fake_game", name="fake_game", output="screen",
-                            parameters=[plan.fake_game.parameters()], arguments=log_args))
+                            parameters=[value["fake_game_params_file"], plan.fake_game.parameters()],
+                            arguments=log_args))
     for bridge in plan.bridges:
         actions.append(Node(package="acres_sim", executable="sim_bridge", name="sim_bridge",
                             namespace=bridge.namespace, output="screen",
@@ -49,7 +52,9 @@ def _nodes(context):
                             arguments=log_args))
     if plan.sim_control is not None:
         actions.append(Node(package="acres_sim", executable="sim_control", name="sim_control",
-                            output="screen", parameters=[plan.sim_control.parameters()], arguments=log_args))
+                            output="screen",
+                            parameters=[value["sim_control_params_file"], plan.sim_control.parameters()],
+                            arguments=log_args))
     if plan.rviz:
         actions.append(Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
                             arguments=["-d", config_file("acres_sim.rviz"), *log_args],

@@ -9,7 +9,7 @@ def _run() -> int:
     # the small matrix products of a render (measured: 140 % instead of 50 % of a core for the
     # Polaris at real time). It must be set before numpy loads; a value the user set wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from .cli import main
+    from acres_sim.fake_game.cli import main
 
     return main()
 

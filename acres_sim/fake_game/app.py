@@ -3,31 +3,13 @@ what both the command line (cli.py) and the ROS node (node.py) start."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .control import ControlServer
-from .server import LogFn, stdout_log
-from .session import Session
-from .session_config import AgentSpec, SessionConfig
-
-VEHICLE_NAMES = ("polaris", "maxxum")  # as fake_game.vehicles.VEHICLES; kept here so --help is cheap
-
-
-def agent_specs(ports: Sequence[int], vehicles: Sequence[str],
-                agents: Sequence[str] | None = None) -> tuple[AgentSpec, ...]:
-    """One AgentSpec per port; agent names default to the vehicle names."""
-    if len(vehicles) != len(ports):
-        raise ValueError(f"{len(ports)} port(s) but {len(vehicles)} vehicle(s): give one vehicle per port")
-    for vehicle in vehicles:
-        if vehicle not in VEHICLE_NAMES:
-            raise ValueError(f"unknown vehicle {vehicle!r}: expected one of {', '.join(VEHICLE_NAMES)}")
-    names = list(agents) if agents else list(vehicles)
-    if len(names) != len(ports):
-        raise ValueError(f"{len(ports)} port(s) but {len(names)} agent name(s)")
-    if len(set(names)) != len(names):
-        raise ValueError(f"agent names must be unique, got {names} (give --agents)")
-    return tuple(AgentSpec(a, v, p) for a, v, p in zip(names, vehicles, ports))
+from acres_sim.fake_game.sockets.control_server import ControlServer
+from acres_sim.fake_game.simulation.sinks import LogFn, stdout_log
+from acres_sim.fake_game.sockets.stream_server import stream_opener
+from acres_sim.fake_game.simulation.session import Session
+from acres_sim.fake_game.simulation.session_config import SessionConfig
 
 
 @dataclass
@@ -40,7 +22,7 @@ class FakeGame:
     @classmethod
     def start(cls, config: SessionConfig, control_port: int | None,
               log: LogFn = stdout_log) -> FakeGame:
-        session = Session(config, log)
+        session = Session(config, stream_opener(config, log), log)
         session.start()
         control = None
         if control_port is not None:

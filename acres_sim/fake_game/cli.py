@@ -15,9 +15,14 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from .app import VEHICLE_NAMES, FakeGame, agent_specs
-from .server import DEFAULT_MAX_QUEUED_BYTES
-from .session_config import FLAVORS, SessionConfig
+from acres_sim.fake_game.app import FakeGame
+from acres_sim.fake_game.simulation.session_config import (
+    FLAVORS,
+    VEHICLE_NAMES,
+    SessionConfig,
+    agent_specs,
+)
+from acres_sim.stream.protocol import DEFAULT_STREAM_PORT
 
 
 def _int_list(text: str) -> list[int]:
@@ -49,34 +54,36 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python3 -m acres_sim.fake_game",
         description="Serve ACRES sensor streams (TSS1) from a synthetic world, one port per agent.")
-    p.add_argument("--port", type=_port, default=5601, help="stream port of a single agent (5601)")
+    p.add_argument("--port", type=_port, default=DEFAULT_STREAM_PORT,
+                   help=f"stream port of a single agent ({DEFAULT_STREAM_PORT})")
     p.add_argument("--vehicle", default="polaris", choices=VEHICLE_NAMES, help="vehicle of a single agent")
     p.add_argument("--ports", type=_int_list, help="one stream port per agent, e.g. 5601,5602")
     p.add_argument("--vehicles", type=_name_list, help="one vehicle per port, e.g. polaris,maxxum")
     p.add_argument("--agents", type=_name_list, help="agent names (default: the vehicle names)")
-    p.add_argument("--seed", type=int, default=42, help="seed of every random process (42)")
-    p.add_argument("--realtime-factor", type=float, default=1.0,
-                   help="simulated seconds per wall-clock second; 0 = as fast as possible (1.0)")
+    p.add_argument("--seed", type=int, default=SessionConfig.seed,
+                   help=f"seed of every random process ({SessionConfig.seed})")
+    p.add_argument("--realtime-factor", type=float, default=SessionConfig.realtime_factor,
+                   help="simulated seconds per wall-clock second; 0 = as fast as possible (%(default)s)")
     p.add_argument("--lockstep", action="store_true",
                    help="start held; the world advances only on step requests of the control channel")
     p.add_argument("--control-port", type=_port, default=None,
                    help="JSON-lines control channel on 127.0.0.1 (0 = a free port; default: none)")
-    p.add_argument("--flavor", choices=FLAVORS, default="game",
+    p.add_argument("--flavor", choices=FLAVORS, default=SessionConfig.flavor,
                    help="game, or core: the ACRES Core behaviour (Hello sequence 0 at world time, no camera)")
     p.add_argument("--no-georeference", action="store_true", help="a map without geographic reference")
     p.add_argument("--no-noise", action="store_true", help="exact sensors (no INS, LiDAR or camera noise)")
-    p.add_argument("--max-queued-bytes", type=int, default=DEFAULT_MAX_QUEUED_BYTES,
+    p.add_argument("--max-queued-bytes", type=int, default=SessionConfig.max_queued_bytes,
                    help="queue size above which LiDAR and camera frames are dropped (96 MiB); "
                         "every frame above twice this")
-    p.add_argument("--stats-period-s", type=float, default=30.0,
-                   help="period of the STATS lines while a client is connected (30)")
-    p.add_argument("--duration-s", type=float, default=0.0,
+    p.add_argument("--stats-period-s", type=float, default=SessionConfig.stats_period_s,
+                   help="period of the STATS lines while a client is connected (%(default)s)")
+    p.add_argument("--duration-s", type=float, default=SessionConfig.duration_s,
                    help="end the run when the world time reaches this (0 = run until stopped)")
     p.add_argument("--cached", action="store_true",
                    help="render a few clouds and images once and re-serve them with fresh stamps")
     p.add_argument("--flat-ground", action="store_true",
                    help="the plane z = 0 instead of the rolling ground (cheaper; no roll or pitch)")
-    p.add_argument("--render-workers", type=_non_negative_int, default=0,
+    p.add_argument("--render-workers", type=_non_negative_int, default=SessionConfig.render_workers,
                    help="threads that render clouds and images (0 = one per agent in real time, two per "
                         "agent in lockstep or faster than real time, at most one per core)")
     return p

@@ -1,0 +1,488 @@
+"""The fake game's simulation loop over all agents, ROS-free.
+
+Time base. The world advances in physics steps of exactly 1/120 s. The world starts at step 0
+(time 0) and produces nothing there; step n is the step that brings the world to time n/120
+(computed as n / 120.0, never accumulated), so the first step is step 1 at 1/120 s. Every step
+queues, on each agent's stream, one Clock frame and then the INS epochs that fell due. A sensor
+at rate hz has its epoch k (k = 1, 2, ...) due at k / hz and produces it at the first step at or
+after that time: the smallest n with n * hz >= 120 * k, evaluated in exact rational arithmetic.
+All frames of a step are stamped with the world time of that step. So at 100 Hz the INS
+intervals are 1/120 s or 2/120 s; steps 1..12 hold 12 clocks, 10 INS epochs (due 0.01 .. 0.10),
+and one LiDAR scan and one camera image (due 0.1, produced at step 12, stamped 0.1 = the end of
+the sweep). LiDAR and camera frames are rendered on a worker pool and queued when their render is
+done, i.e. after the clock and INS frames of their step (and usually of some later steps).
+
+Lockstep. The world starts held; only the Hello goes out until a step request. step(N) runs N
+steps, waits until every render those steps started was queued, queues one Barrier on each
+connected stream (payload: the world step reached; stamp: the world time of that step) and
+returns. With the protocol page's three requests of 12 steps and the Polaris this gives clock 12, ins 10,
+lidar 1, camera 1 and a barrier at sequences 25, 50 and 75 (Hello is sequence 0).
+
+Control. reset() takes the world clock back to step 0 (scope "time": every agent goes on from where
+it is), every agent back to the start of its route (scope "state"), or both, as launched ("all":
+the stream then repeats a fresh start's frames). set_entity_state() places an agent, which holds
+that pose (or moves on with the twist it was given) until a state reset. Both wait for the renders
+in flight, so that no frame mixes the world before and after.
+
+Vehicle time. Each agent's Clock payload is its own physics time: the world time plus a constant
+lead of VEHICLE_CLOCK_LEAD_S + 100 s x agent index, so the offset (world minus vehicle time) is
+non-zero and differs between agents, as in the game where every pawn has its own physics clock.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
+from dataclasses import dataclass, field
+from typing import Any
+
+from acres_sim.stream.protocol import (
+    FrameType,
+    Hello,
+    encode_barrier,
+    encode_camera,
+    encode_clock,
+    encode_ins,
+    encode_lidar,
+)
+from acres_sim.rotations import quaternion_to_matrix
+
+from acres_sim.fake_game.simulation.entities import (
+    WORLD_HALF_EXTENT_M,
+    EntityState,
+    InvalidPose,
+    UnknownAgent,
+    finite_vector,
+    float_triple,
+)
+from acres_sim.fake_game.world.motion import HeldMotion, RouteMotion
+from acres_sim.fake_game.simulation.render_pool import RenderPool
+from acres_sim.fake_game.simulation.session_config import AgentSpec, SessionConfig
+from acres_sim.fake_game.simulation.world_clock import PHYSICS_HZ, SensorSchedule, world_time
+from acres_sim.fake_game.simulation.sinks import FrameSink, LogFn, OpenStream, stdout_log
+
+RESET_SCOPES = ("time", "state", "all")
+VEHICLE_CLOCK_LEAD_S = 1234.5  # vehicle time minus world time of agent 0
+MAX_STEPS_PER_REQUEST = 1_000_000
+AGENT_SPACING_M = 40.0  # distance along the loop between the start places of the agents
+CACHED_RENDERS = 5  # clouds and images re-served in --cached mode (0.5 s of a 10 Hz sensor)
+_MAX_RENDERS_IN_FLIGHT = 4  # per agent: beyond this the simulation waits for the renderer
+_MAX_LAG_S = 1.0  # real-time pacing: further behind than this, give up catching up
+_STOP_POLL_S = 0.02  # a world waiting for its renderer looks at stop this often
+
+
+class NotPaused(Exception):
+    """A step request that asked for a paused world found it playing."""
+
+
+@dataclass
+class _Agent:
+    index: int
+    spec: AgentSpec
+    hello: Hello
+    simulator: Any  # simulation.AgentSimulator
+    stream: FrameSink
+    clock_lead_s: float
+    ins: SensorSchedule | None
+    lidar: SensorSchedule | None
+    camera: SensorSchedule | None
+    renders: list[Future] = field(default_factory=list)
+    cache: dict[FrameType, list[bytes]] = field(default_factory=dict)
+    served: dict[FrameType, int] = field(default_factory=dict)
+    cache_lock: threading.Lock = field(default_factory=threading.Lock)
+    lidar_size: int = 0
+    camera_size: int = 0
+
+    def restart_schedules(self, camera_on: bool) -> None:
+        """Sensor epochs from world time 0: at the start and after a TIME reset."""
+        hello = self.hello
+        self.ins = SensorSchedule(hello.ins.hz) if hello.ins.enabled else None
+        self.lidar = SensorSchedule(hello.lidar.hz) if hello.lidar.enabled else None
+        self.camera = SensorSchedule(hello.camera.hz) if camera_on else None
+
+
+class Session:
+    """All agents of one fake-game run: streams, simulation loop, lockstep requests.
+
+    start() opens the streams and (unless lockstep) starts the world; step(), pause(), play()
+    and status() are what the control channel calls; stop() ends everything and logs STOP.
+    """
+
+    def __init__(self, config: SessionConfig, open_stream: OpenStream, log: LogFn = stdout_log):
+        self.config = config
+        self._open_stream = open_stream
+        self._log = log
+        self._agents: list[_Agent] = []
+        self._step = 0
+        self._world_lock = threading.RLock()  # one step at a time, by the loop or a request
+        self._request_lock = threading.Lock()  # one step request at a time
+        self._state = threading.Condition()
+        self._paused = config.lockstep
+        self._stopping = False
+        self._finished = threading.Event()
+        self._pool: RenderPool | None = None
+        self._thread: threading.Thread | None = None
+        self._anchor: tuple[float, int] | None = None  # (monotonic, step) the pacing counts from
+        self._render_error: BaseException | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()  # close the streams that did open
+            raise
+
+    def _start(self) -> None:
+        # Imported here so that the transport and its tests load without the world's numpy work.
+        from acres_sim.fake_game.simulation.simulation import AgentSimulator
+        from acres_sim.fake_game.simulation.vehicles import vehicle_hello
+        from acres_sim.fake_game.world.scene import default_scene
+
+        cfg = self.config
+        scene = default_scene(terrain=None) if cfg.flat_ground else default_scene()  # one for all agents
+        for index, spec in enumerate(cfg.agents):
+            hello = vehicle_hello(spec.vehicle, agent=spec.agent, georeferenced=cfg.georeferenced,
+                                  flavor=cfg.flavor)
+            # The simulator exists before the port opens: a client is accepted only once the
+            # agent's sensors are set up (the protocol page's "the game accepts a client only when the
+            # sensor recorder knows its layout"). Agents differ by name inside the simulator's
+            # seeding, so every agent gets the user's seed; they start at different places.
+            simulator = AgentSimulator(hello, seed=cfg.seed, noise=cfg.noise,
+                                       start_offset_m=AGENT_SPACING_M * index, scene=scene)
+            simulator.prepare()  # the camera's ray table takes over a second: not at the first client
+            stream = self._open_stream(spec.agent, spec.port, hello, lambda: world_time(self._step))
+            if stream is None:
+                continue  # the session goes on without this stream
+            agent = _Agent(
+                index=index, spec=spec, hello=hello, simulator=simulator, stream=stream,
+                clock_lead_s=VEHICLE_CLOCK_LEAD_S + 100.0 * index, ins=None, lidar=None, camera=None,
+                lidar_size=16 + 16 * hello.lidar.columns * hello.lidar.rings,
+                camera_size=16 + 3 * hello.camera.width * hello.camera.height,
+            )
+            agent.restart_schedules(self._camera_on(hello))
+            self._agents.append(agent)
+        # In real time one render thread per agent: two renders side by side cost each other 45 %
+        # more CPU (shared caches and memory bandwidth) for 10 % less wall time. Faster than real
+        # time (lockstep, unpaced) wall time is what counts: two per agent step 30-40 % faster.
+        real_time = not cfg.lockstep and 0.0 < cfg.realtime_factor <= 1.0
+        workers = cfg.render_workers or min(len(self._agents) * (1 if real_time else 2), os.cpu_count() or 1)
+        self._pool = RenderPool(max(1, workers))
+        self._thread = threading.Thread(target=self._run, name="simulation", daemon=True)
+        self._thread.start()
+
+    def _camera_on(self, hello: Hello) -> bool:
+        return hello.camera.enabled and self.config.flavor != "core"
+
+    @property
+    def listening_agents(self) -> list[str]:
+        return [a.spec.agent for a in self._agents]
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """The port each listening agent got (useful with port 0)."""
+        return {a.spec.agent: a.stream.port for a in self._agents}
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the run ended by itself (duration reached or a render failed)."""
+        return self._finished.wait(timeout)
+
+    @property
+    def finished(self) -> bool:
+        return self._finished.is_set()
+
+    def stop(self) -> None:
+        with self._state:
+            self._stopping = True
+            self._state.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._pool is not None:
+            # Renders not yet started are cancelled; running ones finish on their own (and publish
+            # nothing once the servers are stopped): stop does not wait for a busy renderer.
+            self._pool.shutdown()
+            self._pool = None
+        for agent in self._agents:
+            agent.stream.stop()
+        self._finished.set()
+
+    # -- requests (control channel) -----------------------------------------------------------
+
+    @property
+    def time_s(self) -> float:
+        return world_time(self._step)
+
+    def step(self, steps: int, paused_only: bool = False) -> tuple[int, float]:
+        """Hold the world, advance it by steps, wait for the renders, queue the barriers.
+        paused_only: refuse (NotPaused) when the world is playing instead of holding it."""
+        if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS_PER_REQUEST:
+            raise ValueError(f"steps must be an integer from 1 to {MAX_STEPS_PER_REQUEST}, got {steps!r}")
+        with self._request_lock:
+            with self._state:
+                if self._stopping or self._finished.is_set():
+                    raise RuntimeError("the session has ended")
+                if paused_only and not self._paused:
+                    raise NotPaused("the world is playing: pause it before stepping")
+                self._paused = True  # a step request leaves the world held, as the game does
+                self._anchor = None
+            with self._world_lock:
+                for _ in range(steps):
+                    if self._stopping:
+                        raise RuntimeError("the session is stopping")
+                    self._advance()
+                    if self._duration_reached():
+                        break
+                self._wait_renders()
+                step = self._step
+                stamp = world_time(step)
+                for agent in self._agents:
+                    agent.stream.publish(FrameType.BARRIER, stamp, encode_barrier(step))
+            if self._duration_reached():
+                self._finished.set()
+            return step, stamp
+
+    def reset(self, scope: str) -> tuple[int, float]:
+        """Reset the world clock ("time"), the agents' poses ("state") or both ("all")."""
+        if scope not in RESET_SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(RESET_SCOPES)}, got {scope!r}")
+        with self._between_steps():
+            if scope in ("time", "all"):
+                dt = -world_time(self._step)
+                self._step = 0
+                for agent in self._agents:
+                    if scope == "all":
+                        agent.simulator.restart()
+                    else:
+                        agent.simulator.shift_time(dt)
+                    agent.restart_schedules(self._camera_on(agent.hello))
+            if scope == "state":
+                now = world_time(self._step)
+                for agent in self._agents:
+                    agent.simulator.place(RouteMotion(now))
+            return self._step, world_time(self._step)
+
+    @property
+    def entities(self) -> list[str]:
+        return [a.spec.agent for a in self._agents]
+
+    def _agent(self, name: Any) -> _Agent:
+        for agent in self._agents:
+            if agent.spec.agent == name:
+                return agent
+        raise UnknownAgent(f"no agent {name!r}; the agents are {', '.join(self.entities) or 'none'}")
+
+    def entity_state(self, name: Any) -> EntityState:
+        agent = self._agent(name)
+        with self._world_lock:  # not in the middle of a step
+            step = self._step
+            t = world_time(step)
+            simulator = agent.simulator
+            held = isinstance(simulator.motion, HeldMotion)
+            kin = simulator.kinematics(t)
+        rotation = kin.rotation
+        return EntityState(
+            agent=agent.spec.agent, step=step, time_s=t,
+            position=float_triple(kin.position),
+            orientation=tuple(float(v) for v in kin.quaternion),  # type: ignore[arg-type]
+            linear_velocity=float_triple(rotation @ kin.velocity_body),
+            angular_velocity=float_triple(rotation @ kin.angular_rate_body),
+            linear_acceleration=float_triple(rotation @ kin.acceleration_body),
+            held=held,
+        )
+
+    def set_entity_state(self, name: Any, position: Any, orientation: Any,
+                         linear_velocity: Any = (0.0, 0.0, 0.0),
+                         angular_velocity: Any = (0.0, 0.0, 0.0)) -> EntityState:
+        """Place an agent: it holds this pose (moving on with the given world-frame twist) from the
+        current world time until a state reset."""
+        agent = self._agent(name)
+        position = finite_vector("position", position, 3)
+        velocity = finite_vector("linear_velocity", linear_velocity, 3)
+        spin = finite_vector("angular_velocity", angular_velocity, 3)
+        if max(abs(v) for v in position) > WORLD_HALF_EXTENT_M:
+            raise InvalidPose(f"position {position} is off the world (|x|, |y|, |z| at most "
+                              f"{WORLD_HALF_EXTENT_M:.0f} m)")
+        quaternion = finite_vector("orientation", orientation, 4)
+        if math.hypot(*quaternion) < 1e-6:
+            raise InvalidPose(f"orientation {quaternion} is no rotation (a zero quaternion)")
+        rotation = quaternion_to_matrix(quaternion)
+        with self._between_steps():
+            agent.simulator.place(HeldMotion(world_time(self._step), position, rotation, velocity, spin))
+        return self.entity_state(name)
+
+    @contextmanager
+    def _between_steps(self) -> Iterator[None]:
+        """Hold the world between two steps with no render in flight (control changes go here)."""
+        with self._request_lock:
+            with self._state:
+                if self._stopping or self._finished.is_set():
+                    raise RuntimeError("the session has ended")
+            with self._world_lock:
+                self._wait_renders()
+                yield
+                with self._state:
+                    self._anchor = None  # real-time pacing counts from here
+
+    def pause(self) -> None:
+        with self._state:
+            self._paused = True
+            self._anchor = None
+
+    def play(self) -> None:
+        with self._state:
+            self._paused = False
+            self._anchor = None
+            self._state.notify_all()
+
+    def status(self) -> dict[str, Any]:
+        with self._state:
+            paused = self._paused
+        return {
+            "step": self._step,
+            "time_s": world_time(self._step),
+            "paused": paused,
+            "lockstep": self.config.lockstep,
+            "realtime_factor": self.config.realtime_factor,
+            "flavor": self.config.flavor,
+            "agents": [
+                {"agent": a.spec.agent, "vehicle": a.spec.vehicle, "port": a.stream.port,
+                 "connected": a.stream.connected}
+                for a in self._agents
+            ],
+        }
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def _duration_reached(self) -> bool:
+        d = self.config.duration_s
+        return d > 0 and world_time(self._step) >= d
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # noqa: BLE001 -- end the run with a clear line, not a dead thread
+            self._log(f"ACRES_FAKE_GAME_FAILED error={exc!r}")
+            self._finished.set()
+
+    def _loop(self) -> None:
+        rate = PHYSICS_HZ * self.config.realtime_factor  # steps per wall-clock second; 0 = no pacing
+        while True:
+            with self._state:
+                while self._paused and not self._stopping:
+                    self._state.wait()
+                if self._stopping:
+                    return
+                if rate > 0:
+                    now = time.monotonic()
+                    if self._anchor is None:
+                        self._anchor = (now, self._step)
+                    target = self._anchor[0] + (self._step + 1 - self._anchor[1]) / rate
+                    if target - now > 0:
+                        # Sleep on the condition so that stop and pause wake us at once.
+                        self._state.wait(target - now)
+                        continue
+                    if now - target > _MAX_LAG_S:
+                        self._anchor = (now, self._step)  # far behind: run on from here
+            with self._world_lock:
+                with self._state:
+                    if self._paused or self._stopping:
+                        continue
+                self._advance()
+                if self._duration_reached():
+                    self._finished.set()
+                    with self._state:
+                        self._paused = True
+            if self._render_error is not None:
+                self._finished.set()
+                return
+
+    def _advance(self) -> None:
+        """One physics step for every agent (caller holds the world lock)."""
+        step = self._step + 1
+        t = world_time(step)
+        for agent in self._agents:
+            self._agent_step(agent, step, t)
+        self._step = step
+
+    def _agent_step(self, agent: _Agent, step: int, t: float) -> None:
+        stream = agent.stream
+        stream.publish(FrameType.CLOCK, t, encode_clock(t + agent.clock_lead_s))
+        if agent.ins is not None:
+            for _ in range(agent.ins.due(step)):
+                # Computed with or without a client: the INS error model is a process in time,
+                # and the same seed must give the same epochs whenever a client connects.
+                values = agent.simulator.ins_values(t)
+                stream.publish(FrameType.INS, t, encode_ins(values))
+        if agent.lidar is not None:
+            for _ in range(agent.lidar.due(step)):
+                self._submit(agent, FrameType.LIDAR, t, agent.lidar_size)
+        if agent.camera is not None:
+            for _ in range(agent.camera.due(step)):
+                self._submit(agent, FrameType.CAMERA, t, agent.camera_size)
+
+    def _submit(self, agent: _Agent, kind: FrameType, t: float, size: int) -> None:
+        stream = agent.stream
+        if not stream.connected:
+            return  # nobody would get it: do not spend the render
+        if stream.would_drop(kind, size):
+            stream.count_drop(kind)  # the flow control would drop it: skip the render as well
+            return
+        agent.renders = [f for f in agent.renders if not f.done()]
+        while len(agent.renders) >= _MAX_RENDERS_IN_FLIGHT:
+            # The renderer is behind: the world waits for it, as the game's frame does; in short
+            # waits, so that stop is not held up by a busy renderer.
+            done, _ = wait_futures(agent.renders[:1], timeout=_STOP_POLL_S)
+            if self._stopping:
+                return
+            if done:
+                agent.renders.pop(0).result()
+        assert self._pool is not None
+        agent.renders.append(self._pool.submit(self._render, agent, kind, t))
+
+    def _render(self, agent: _Agent, kind: FrameType, t: float) -> None:
+        try:
+            payload = self._payload(agent, kind, t)
+            agent.stream.publish(kind, t, payload)
+        except BaseException as exc:  # surface it: a broken renderer must not fail silently
+            self._render_error = exc
+            self._log(f"ACRES_FAKE_GAME_RENDER_FAILED agent={agent.spec.agent} type={kind.name.lower()} "
+                      f"error={exc!r}")
+            raise
+
+    def _payload(self, agent: _Agent, kind: FrameType, t: float) -> bytes:
+        render: Callable[[], bytes]
+        if kind == FrameType.LIDAR:
+            def render() -> bytes:
+                return encode_lidar(agent.simulator.lidar_points(t))
+        else:
+            def render() -> bytes:
+                return encode_camera(agent.simulator.camera_image(t))
+        if not self.config.cached:
+            return render()
+        # Cached mode: the first few renders are kept and then served again in turn with fresh
+        # stamps, so the fake game costs little more than the copying of bytes.
+        with agent.cache_lock:
+            cache = agent.cache.setdefault(kind, [])
+            served = agent.served.get(kind, 0)
+            agent.served[kind] = served + 1
+            if len(cache) >= CACHED_RENDERS:
+                return cache[served % len(cache)]
+        payload = render()
+        with agent.cache_lock:
+            if len(cache) < CACHED_RENDERS:
+                cache.append(payload)
+        return payload
+
+    def _wait_renders(self) -> None:
+        for agent in self._agents:
+            for future in agent.renders:
+                future.result()
+            agent.renders.clear()

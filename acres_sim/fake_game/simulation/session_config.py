@@ -1,0 +1,82 @@
+"""What one fake-game run serves (ROS-free): the agents with their vehicles and ports, and the
+options of the run; checked when made."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+FLAVORS = ("game", "core")
+DEFAULT_MAX_QUEUED_BYTES = 96 << 20  # the game's MaxQueuedBytes
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    agent: str
+    vehicle: str
+    port: int
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    agents: tuple[AgentSpec, ...]
+    seed: int = 42
+    realtime_factor: float = 1.0  # 0 = as fast as possible
+    lockstep: bool = False
+    flavor: str = "game"
+    georeferenced: bool = True
+    noise: bool = True
+    cached: bool = False
+    flat_ground: bool = False  # the plane z = 0 instead of the rolling ground: less CPU
+    max_queued_bytes: int = DEFAULT_MAX_QUEUED_BYTES
+    stats_period_s: float = 30.0
+    duration_s: float = 0.0  # world time at which the run ends; 0 = never
+    render_workers: int = 0  # 0: one per agent in real time, else two; at most one per core
+
+    def __post_init__(self) -> None:
+        if not self.agents:
+            raise ValueError("at least one agent is needed")
+        names = [a.agent for a in self.agents]
+        if len(set(names)) != len(names):
+            raise ValueError(f"agent names must be unique, got {names}")
+        ports = [a.port for a in self.agents if a.port != 0]
+        if len(set(ports)) != len(ports):
+            raise ValueError(f"ports must be unique, got {ports}")
+        for a in self.agents:
+            if not 0 <= a.port <= 65535:
+                raise ValueError(f"port of agent {a.agent} must be 1-65535, got {a.port}")
+            if not a.agent or any(c.isspace() for c in a.agent):
+                raise ValueError(f"agent name {a.agent!r} must be non-empty without spaces")
+        if self.flavor not in FLAVORS:
+            raise ValueError(f"flavor must be one of {FLAVORS}, got {self.flavor!r}")
+        if not (self.realtime_factor >= 0 and math.isfinite(self.realtime_factor)):
+            raise ValueError(f"realtime_factor must be >= 0, got {self.realtime_factor}")
+        if self.max_queued_bytes <= 0:
+            raise ValueError(f"max_queued_bytes must be positive, got {self.max_queued_bytes}")
+        if not self.stats_period_s > 0:
+            raise ValueError(f"stats_period_s must be positive, got {self.stats_period_s}")
+        if not self.duration_s >= 0:
+            raise ValueError(f"duration_s must be >= 0, got {self.duration_s}")
+        if self.render_workers < 0:
+            raise ValueError(f"render_workers must be >= 0, got {self.render_workers}")
+
+
+VEHICLE_NAMES = ("polaris", "maxxum")  # as vehicles.VEHICLES; kept here so --help is cheap
+
+
+def agent_specs(ports: Sequence[int], vehicles: Sequence[str],
+                agents: Sequence[str] | None = None) -> tuple[AgentSpec, ...]:
+    """One AgentSpec per port; agent names default to the vehicle names."""
+    if len(vehicles) != len(ports):
+        raise ValueError(f"{len(ports)} port(s) but {len(vehicles)} vehicle(s): give one vehicle per port")
+    for vehicle in vehicles:
+        if vehicle not in VEHICLE_NAMES:
+            raise ValueError(f"unknown vehicle {vehicle!r}: expected one of {', '.join(VEHICLE_NAMES)}")
+    names = list(agents) if agents else list(vehicles)
+    if len(names) != len(ports):
+        raise ValueError(f"{len(ports)} port(s) but {len(names)} agent name(s)")
+    if len(set(names)) != len(names):
+        raise ValueError(f"agent names must be unique, got {names} (give --agents)")
+    return tuple(AgentSpec(a, v, p) for a, v, p in zip(names, vehicles, ports))

@@ -1,0 +1,218 @@
+"""One agent of the synthetic world: its pose on the loop and its INS, LiDAR and camera outputs.
+
+Everything is a function of the world time t (the stream's stamp) and the seed:
+* the truth pose is a pure function of t and of the agent's motion: driving its route from a
+  start time (RouteMotion), or held where the control channel put it (HeldMotion);
+* the INS error state advances with each epoch, so ins_values() must be called in increasing t;
+* the noise of a LiDAR scan or a camera image is seeded from (seed, agent, sensor, stamp), so a
+  frame is the same whichever thread renders it, in whatever order, and whether others were dropped.
+
+lidar_points() and camera_image() may run in worker threads at the same time as ins_values().
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import zlib
+
+import numpy as np
+
+from acres_sim.stream.protocol import Hello, column_firing_offsets
+from acres_sim.rotations import matrix_to_quaternion
+
+from acres_sim.fake_game.world.georef import Georeference
+from acres_sim.fake_game.world.motion import HeldMotion, Motion, RouteMotion
+from acres_sim.fake_game.world.route import DriveProfile
+from acres_sim.fake_game.world.scene import Scene, default_scene
+from acres_sim.fake_game.simulation.sensors import CameraModel, InsModel, Kinematics, LidarModel, Pose
+from acres_sim.fake_game.simulation.vehicles import VEHICLES, lidar_elevations_deg
+
+_INS_STREAM, _LIDAR_STREAM, _CAMERA_STREAM, _CAMERA_NOISE_STREAM = 1, 2, 3, 4
+_MASK64 = (1 << 64) - 1
+
+
+def _elevations(hello: Hello) -> np.ndarray:
+    if hello.vehicle in VEHICLES:
+        table = lidar_elevations_deg(hello.vehicle)
+        if len(table) == hello.lidar.rings:
+            return table
+    # a layout this module does not know: evenly spaced rings, the recorder's default span
+    return np.linspace(-20.0, 10.0, hello.lidar.rings) if hello.lidar.rings > 1 else np.zeros(1)
+
+
+class AgentSimulator:
+    """The sensor outputs of one agent driving the loop of the scene."""
+
+    def __init__(self, hello: Hello, seed: int = 42, noise: bool = True, start_offset_m: float = 0.0,
+                 *, scene: Scene | None = None, georef: Georeference | None = None):
+        self.hello = hello
+        self.seed = int(seed)
+        self.noise = bool(noise)
+        self.start_offset_m = float(start_offset_m)
+        self.scene = scene if scene is not None else default_scene()
+        self.route = self.scene.route
+        self.drive = DriveProfile(self.route.speed_mps, self.route.length_m, self._level_stop())
+        self._agent_key = zlib.crc32(hello.agent.encode("utf-8"))
+        if hello.georeferenced:
+            zone = hello.ins.utm_zone or 16
+            self.georef: Georeference | None = georef or Georeference(utm_zone=zone)
+        else:
+            self.georef = None
+        self._ins = self._new_ins()
+        self._motion: Motion = RouteMotion()
+        self._lidar = LidarModel(hello.lidar, _elevations(hello)) if hello.lidar.enabled else None
+        self._camera: CameraModel | None = None
+        self._camera_lock = threading.Lock()
+
+    def _new_ins(self) -> InsModel:
+        return InsModel(self.georef, self.hello.ins.position_flu_m,
+                        rng=self._rng(_INS_STREAM) if self.noise else None)
+
+    def _rng(self, *stream: int) -> np.random.Generator:
+        words = [self.seed & _MASK64, self._agent_key, *(s & _MASK64 for s in stream)]
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence(words)))
+
+    @staticmethod
+    def _stamp_key(t: float) -> int:
+        return round(t * 1e9)  # nanoseconds: one key per stamp
+
+    # -- truth -----------------------------------------------------------------------------------
+
+    def _level_stop(self) -> float:
+        """Where in each lap the vehicle stands: the most level spot of its route (at rest the INS
+        then reads AccelZ = 9.81 and no tilt to speak of), with room to brake and start."""
+        route, terrain = self.route, self.scene.terrain
+        margin = DriveProfile.braking_distance(self.route.speed_mps, DriveProfile.accel) + 1.0
+        candidates = np.arange(margin, route.length_m - margin, 1.0)
+        if terrain is None or not candidates.size:
+            return 0.5 * route.length_m
+
+        def tilt(p: float) -> float:
+            s = route.sample(self.start_offset_m + p)
+            return float(self.scene.ground_normal(s.x, s.y)[2])
+        return float(max(candidates, key=tilt))
+
+    # -- motion (changed by the control channel between steps, never while a render runs) ------
+
+    @property
+    def motion(self) -> Motion:
+        return self._motion
+
+    def place(self, motion: Motion) -> None:
+        """Drive or hold from now on as `motion` says (teleport, or back to the route)."""
+        self._motion = motion
+
+    def shift_time(self, dt: float) -> None:
+        """The world clock jumps by dt (a TIME reset: dt < 0): the agent goes on from where it is,
+        and its INS accepts the earlier epochs that follow (its error state carries on)."""
+        self._motion = self._motion.shifted(dt)
+        self._ins.shift_time(dt)
+
+    def restart(self) -> None:
+        """As launched: on the route from its start at world time 0, a new INS error process."""
+        self._motion = RouteMotion()
+        self._ins = self._new_ins()
+
+    def _pose(self, t: float, motion: Motion | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """base_footprint position and body -> world rotation at world time t. On the route: on the
+        ground, its z axis along the ground's normal and its x axis the route's heading in the
+        ground's plane (the direction of travel, so there is no sideways velocity)."""
+        motion = self._motion if motion is None else motion
+        if isinstance(motion, HeldMotion):
+            return motion.pose(t)
+        distance, _speed, _accel = self.drive.state(t - motion.start_s)
+        s = self.route.sample(self.start_offset_m + distance)
+        terrain = self.scene.terrain
+        z, gx, gy = (0.0, 0.0, 0.0) if terrain is None else terrain.at(s.x, s.y)
+        # plain floats: this runs for every INS epoch and sweep knot, three times for the rates
+        k = 1.0 / math.sqrt(1.0 + gx * gx + gy * gy)
+        ux, uy, uz = -gx * k, -gy * k, k  # the ground's normal
+        hx, hy = math.cos(s.yaw), math.sin(s.yaw)
+        # forward: the heading lifted onto the ground's plane, the direction the body moves in
+        fx, fy, fz = hx, hy, gx * hx + gy * hy
+        n = 1.0 / math.sqrt(fx * fx + fy * fy + fz * fz)
+        fx, fy, fz = fx * n, fy * n, fz * n
+        lx, ly, lz = uy * fz - uz * fy, uz * fx - ux * fz, ux * fy - uy * fx  # up x forward
+        return (np.array([s.x, s.y, z]),
+                np.array([[fx, lx, ux], [fy, ly, uy], [fz, lz, uz]]))
+
+    def kinematics(self, t: float, dt: float = 1e-3) -> Kinematics:
+        """Motion of base_footprint at world time t. Rates from central differences over +-dt of the
+        exact pose (errors of order dt^2: micrometres per second); at a stand they are exactly 0."""
+        motion = self._motion  # one motion for all three samples
+        p0, r0 = self._pose(t, motion)
+        p1, r1 = self._pose(t + dt, motion)
+        pm, rm = self._pose(t - dt, motion)
+        velocity = (p1 - pm) / (2.0 * dt)
+        acceleration = (p1 - 2.0 * p0 + pm) / (dt * dt)
+        w = r0.T @ (r1 - rm) / (2.0 * dt)  # skew(omega) in the body frame
+        omega = 0.5 * np.array([w[2, 1] - w[1, 2], w[0, 2] - w[2, 0], w[1, 0] - w[0, 1]])
+        velocity_body = r0.T @ velocity
+        return Kinematics(
+            position=p0,
+            rotation=r0,
+            quaternion=matrix_to_quaternion(r0),
+            velocity_body=velocity_body,
+            angular_rate_body=omega,
+            acceleration_body=r0.T @ acceleration,  # kinematic; the INS adds gravity
+            speed=float(velocity_body[0]),
+        )
+
+    def truth_pose(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """base_footprint position (3,) in the world (ENU, m) and quaternion (x, y, z, w) body -> world."""
+        position, rotation = self._pose(t)
+        return position, matrix_to_quaternion(rotation)
+
+    def body_pose(self, t: float) -> Pose:
+        return Pose(*self._pose(t))
+
+    # -- sensors ---------------------------------------------------------------------------------
+
+    def ins_values(self, t: float) -> np.ndarray:
+        """(40,) float64: one INS epoch at world time t. Call with increasing t."""
+        return self._ins.epoch(float(t), self.kinematics(t))
+
+    def lidar_points(self, t_end: float) -> np.ndarray:
+        """(columns, rings, 4) float32: the sweep that ends at t_end (the frame's stamp).
+
+        Motion-true, as the protocol page describes the real sensor: each column is cast from the
+        mount pose at its own firing time and its points are in the sensor frame of that instant,
+        so a moving, turning vehicle produces a skewed sweep (deskew with the per-point time)."""
+        if self._lidar is None:
+            raise ValueError(f"agent {self.hello.agent} has no LiDAR in its Hello")
+        lidar = self.hello.lidar
+        times = t_end + column_firing_offsets(lidar.columns, lidar.hz)
+        rng = self._rng(_LIDAR_STREAM, self._stamp_key(t_end)) if self.noise else None
+        return self._lidar.render_sweep(self.scene, times, self.lidar_pose, rng)
+
+    def lidar_pose(self, t: float) -> Pose:
+        """The LiDAR's pose in the world at world time t (its mount on the moving body)."""
+        lidar = self.hello.lidar
+        return self.body_pose(t).compose(lidar.position_flu_m, lidar.rpy_deg)
+
+    def prepare(self) -> None:
+        """Build the sensor models now. The camera's ray table (the lens model inverted for every
+        pixel) takes over a second; built lazily, the world would stall at the first client while
+        it waits for that first image."""
+        if self.hello.camera.enabled:
+            self._camera_model()
+
+    def _camera_model(self) -> CameraModel:
+        with self._camera_lock:
+            if self._camera is None:
+                self._camera = CameraModel(self.hello.camera)
+            return self._camera
+
+    def camera_image(self, t: float) -> np.ndarray:
+        """(height, width, 3) uint8 bgr8: the camera sample at world time t."""
+        if not self.hello.camera.enabled:
+            raise ValueError(f"agent {self.hello.agent} has no camera in its Hello")
+        model = self._camera_model()
+        cam = self.hello.camera
+        pose = self.body_pose(t).compose(cam.position_flu_m, cam.rpy_deg)
+        rng = noise_rng = None
+        if self.noise:
+            rng = self._rng(_CAMERA_STREAM, self._stamp_key(t))
+            noise_rng = self._rng(_CAMERA_NOISE_STREAM)
+        return model.render(self.scene, pose, rng, noise_rng)

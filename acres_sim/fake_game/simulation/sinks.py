@@ -1,0 +1,45 @@
+"""Where a session's output goes (ROS-free): each agent's frames into a FrameSink, log lines into a
+LogFn. The session knows these shapes only; the game's side of the sockets (fake_game.sockets)
+provides them, so the simulation does not depend on the transport."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from acres_sim.stream.protocol import FrameType, Hello
+
+LogFn = Callable[[str], None]
+
+_print_lock = threading.Lock()
+
+
+def stdout_log(line: str) -> None:
+    """Default log sink: one line on stdout, flushed at once (tests and launch files wait for them)."""
+    with _print_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+
+class FrameSink(Protocol):
+    """One agent's stream as the session sees it: frames go in, the sink numbers, queues and sends."""
+
+    port: int
+
+    @property
+    def connected(self) -> bool: ...
+
+    def would_drop(self, frame_type: FrameType, payload_size: int) -> bool: ...
+
+    def count_drop(self, frame_type: FrameType) -> None: ...
+
+    def publish(self, frame_type: FrameType, stamp: float, payload: bytes) -> bool: ...
+
+    def stop(self) -> None: ...
+
+
+# (agent name, port, Hello, the world time now) -> the agent's open stream, or None when it could
+# not be opened (the session goes on without that agent).
+OpenStream = Callable[[str, int, Hello, Callable[[], float]], "FrameSink | None"]

@@ -1,0 +1,176 @@
+"""The simulator's control channel as Python calls (ROS-free): the one place that speaks its protocol.
+
+Newline-delimited JSON on 127.0.0.1 (the fake game's ops are listed in the README). sim_control uses
+only this module, so that adapting it to the real game's control protocol is a change here.
+
+One connection, opened on the first request and again after it broke: a game that goes away and
+comes back is found again by the next request. Requests are serialised (one answer per request,
+in order). Errors:
+* ControlUnavailable: no connection, or it broke before the answer came;
+* ControlRefused: the game answered {"ok": false}; .code says why (bad_request, not_found,
+  invalid_pose, incorrect_state, ended, failed).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+CONNECT_TIMEOUT_S = 2.0
+MAX_ANSWER_BYTES = 1 << 20  # far above any answer; a peer cannot make us buffer more
+
+
+DEFAULT_CONTROL_PORT = 5700  # the control channel port the launch file and sim_control use
+
+
+class ControlUnavailable(ConnectionError):
+    """The control channel cannot be reached, or the connection broke during a request."""
+
+
+class ControlRefused(RuntimeError):
+    """The game answered a request with an error."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class StepDone:
+    step: int  # the world step reached (the payload of that step's barriers)
+    time_s: float  # world time of that step
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """Ground truth of an agent's base_footprint in the world frame (ENU)."""
+
+    agent: str
+    time_s: float
+    position: tuple[float, float, float]
+    orientation: tuple[float, float, float, float]  # x, y, z, w
+    linear_velocity: tuple[float, float, float]  # world frame
+    angular_velocity: tuple[float, float, float]  # world frame
+    linear_acceleration: tuple[float, float, float]  # world frame
+
+
+class ControlClient:
+    def __init__(self, port: int, host: str = "127.0.0.1", timeout_s: float = 30.0):
+        self.host = host
+        self.port = int(port)
+        self.timeout_s = timeout_s  # for one answer (a long step request included)
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._buffer = bytearray()
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+    # -- the ops -------------------------------------------------------------------------------
+
+    def step(self, steps: int, paused_only: bool = True) -> StepDone:
+        """Advance `steps` physics steps; returns after the game queued each stream's barrier.
+        paused_only: refuse (code incorrect_state) unless the world is paused."""
+        answer = self.request({"op": "step", "steps": int(steps), "paused_only": paused_only})
+        return StepDone(int(answer["step"]), float(answer["time_s"]))
+
+    def pause(self) -> None:
+        self.request({"op": "pause"})
+
+    def play(self) -> None:
+        self.request({"op": "play"})
+
+    def paused(self) -> bool:
+        return bool(self.request({"op": "status"})["paused"])
+
+    def reset(self, scope: str) -> None:
+        """scope: time (world clock back to 0), state (agents back to their starts) or all."""
+        self.request({"op": "reset", "scope": scope})
+
+    def entities(self) -> list[str]:
+        return [str(name) for name in self.request({"op": "entities"})["entities"]]
+
+    def get_state(self, agent: str) -> AgentState:
+        return _agent_state(self.request({"op": "get_state", "agent": agent}))
+
+    def set_state(self, agent: str, position: tuple[float, ...], orientation: tuple[float, ...],
+                  linear_velocity: tuple[float, ...] = (0.0, 0.0, 0.0),
+                  angular_velocity: tuple[float, ...] = (0.0, 0.0, 0.0)) -> AgentState:
+        return _agent_state(self.request({
+            "op": "set_state", "agent": agent, "position": list(position), "orientation": list(orientation),
+            "linear_velocity": list(linear_velocity), "angular_velocity": list(angular_velocity)}))
+
+    # -- the transport -------------------------------------------------------------------------
+
+    def request(self, request: dict[str, Any]) -> dict[str, Any]:
+        line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
+        with self._lock:
+            try:
+                sock = self._connected()
+                sock.sendall(line)
+                answer = self._read_answer(sock)
+            except OSError as exc:
+                self._drop()
+                raise ControlUnavailable(f"control channel {self.address}: {exc}") from None
+        if not isinstance(answer, dict):
+            raise ControlRefused("failed", f"control channel {self.address} answered {answer!r}")
+        if answer.get("ok") is not True:
+            raise ControlRefused(str(answer.get("code", "failed")), str(answer.get("error", answer)))
+        return answer
+
+    def _connected(self) -> socket.socket:
+        if self._sock is None:
+            sock = socket.create_connection((self.host, self.port), timeout=CONNECT_TIMEOUT_S)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.settimeout(self.timeout_s)
+            self._sock = sock
+            self._buffer.clear()
+        return self._sock
+
+    def _read_answer(self, sock: socket.socket) -> Any:
+        while (newline := self._buffer.find(b"\n")) < 0:
+            if len(self._buffer) > MAX_ANSWER_BYTES:
+                raise OSError(f"answer longer than {MAX_ANSWER_BYTES} bytes")
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise OSError("the game closed the connection")
+            self._buffer += chunk
+        line = bytes(self._buffer[:newline])
+        del self._buffer[: newline + 1]
+        try:
+            return json.loads(line)
+        except ValueError as exc:
+            raise OSError(f"answer is not JSON: {exc}") from None
+
+    def _drop(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self._buffer.clear()
+
+
+def _agent_state(answer: dict[str, Any]) -> AgentState:
+    try:
+        return AgentState(
+            agent=str(answer["agent"]), time_s=float(answer["time_s"]),
+            position=_floats(answer["position"], 3), orientation=_floats(answer["orientation"], 4),
+            linear_velocity=_floats(answer["linear_velocity"], 3),
+            angular_velocity=_floats(answer["angular_velocity"], 3),
+            linear_acceleration=_floats(answer["linear_acceleration"], 3))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ControlRefused("failed", f"malformed state answer ({exc}): {answer}") from None
+
+
+def _floats(values: Any, size: int) -> Any:
+    result = tuple(float(v) for v in values)
+    if len(result) != size:
+        raise ValueError(f"expected {size} values, got {len(result)}")
+    return result

@@ -1,0 +1,151 @@
+"""What launch/bridge.launch.py starts, as plain data (no launch imports, testable anywhere).
+
+agents "polaris,maxxum" and ports "5601,5602" -> one sim_bridge per agent in namespace /<agent>;
+frame_prefix "<agent>/" when there is more than one agent; /clock from the first agent only;
+optionally fake_game serving those agents on those ports, sim_control on the control channel
+(control_port > 0; fake_game then opens it, held from the start with lockstep) and rviz2.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from acres_sim.share import SOURCE_CONFIG, config_path
+from acres_sim.stream.protocol import DEFAULT_STREAM_PORT
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")  # a valid ROS namespace token and frame prefix
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+LOG_LEVELS = ("debug", "info", "warn", "error", "fatal")
+DEFAULT_PORTS = str(DEFAULT_STREAM_PORT)  # the launch argument ports
+
+
+class LaunchPlanError(ValueError):
+    """A launch argument the plan cannot use; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class BridgePlan:
+    agent: str
+    port: int
+    namespace: str  # "/<agent>"
+    frame_prefix: str  # "" for one agent, "<agent>/" for several
+    publish_clock: bool  # the first agent only
+
+    def parameters(self, host: str) -> dict[str, object]:
+        """The per-agent parameters, given after the params file so that they win."""
+        return {"host": host, "port": self.port, "frame_prefix": self.frame_prefix,
+                "publish_clock": self.publish_clock}
+
+
+@dataclass(frozen=True)
+class FakeGamePlan:
+    ports: tuple[int, ...]
+    vehicles: tuple[str, ...]
+    agents: tuple[str, ...]
+    control_port: int = 0
+    lockstep: bool = False
+
+    def parameters(self) -> dict[str, object]:
+        return {"ports": list(self.ports), "vehicles": list(self.vehicles), "agents": list(self.agents),
+                "control_port": self.control_port, "lockstep": self.lockstep}
+
+
+@dataclass(frozen=True)
+class SimControlPlan:
+    control_port: int
+    agents: tuple[str, ...]
+
+    def parameters(self) -> dict[str, object]:
+        return {"control_port": self.control_port, "agents": list(self.agents)}
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    bridges: tuple[BridgePlan, ...]
+    fake_game: FakeGamePlan | None
+    sim_control: SimControlPlan | None
+    rviz: bool
+    use_sim_time: bool
+    log_level: str
+    host: str
+
+
+def split_list(text: str) -> list[str]:
+    """'a, b,,c ' -> ['a', 'b', 'c']."""
+    return [item.strip() for item in str(text).split(",") if item.strip()]
+
+
+def parse_bool(name: str, text: str | bool) -> bool:
+    if isinstance(text, bool):
+        return text
+    value = str(text).strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise LaunchPlanError(f"launch argument {name} must be true or false, got {text!r}")
+
+
+def plan_launch(agents: str = "polaris", ports: str = DEFAULT_PORTS, host: str = "127.0.0.1",
+                fake_game: str | bool = "false", rviz: str | bool = "false",
+                use_sim_time: str | bool = "true", log_level: str = "info",
+                vehicles: str = "", control_port: str | int = "0",
+                lockstep: str | bool = "false") -> LaunchPlan:
+    names = split_list(agents)
+    if not names:
+        raise LaunchPlanError("launch argument agents is empty")
+    for name in names:
+        if not _NAME.match(name):
+            raise LaunchPlanError(f"agent name {name!r} is not a valid ROS name (letters, digits, _)")
+    if len(set(names)) != len(names):
+        raise LaunchPlanError(f"agent names must be distinct, got {names}")
+    port_texts = split_list(ports)
+    if len(port_texts) != len(names):
+        raise LaunchPlanError(f"launch arguments agents ({len(names)}: {','.join(names)}) and ports "
+                              f"({len(port_texts)}: {','.join(port_texts)}) need the same length")
+    try:
+        port_numbers = [int(p) for p in port_texts]
+    except ValueError:
+        raise LaunchPlanError(f"launch argument ports must be integers, got {ports!r}") from None
+    if any(not 1 <= p <= 65535 for p in port_numbers) or len(set(port_numbers)) != len(port_numbers):
+        raise LaunchPlanError(f"ports must be distinct and in 1..65535, got {port_numbers}")
+    level = str(log_level).strip().lower()
+    if level not in LOG_LEVELS:
+        raise LaunchPlanError(
+            f"launch argument log_level must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}")
+    several = len(names) > 1
+    bridges = tuple(
+        BridgePlan(agent=name, port=port, namespace=f"/{name}", frame_prefix=f"{name}/" if several else "",
+                   publish_clock=index == 0)
+        for index, (name, port) in enumerate(zip(names, port_numbers)))
+    try:
+        control = int(str(control_port).strip())
+    except ValueError:
+        raise LaunchPlanError(
+            f"launch argument control_port must be an integer, got {control_port!r}") from None
+    if not 0 <= control <= 65535 or control in port_numbers:
+        raise LaunchPlanError(f"control_port must be 0 (none) or a port in 1..65535 other than the stream "
+                              f"ports, got {control}")
+    held = parse_bool("lockstep", lockstep)
+    game = None
+    if parse_bool("fake_game", fake_game):
+        vehicle_names = split_list(vehicles) or names
+        if len(vehicle_names) != len(names):
+            raise LaunchPlanError(
+                f"launch argument vehicles needs one vehicle per agent, got {vehicle_names}")
+        if held and not control:
+            raise LaunchPlanError("lockstep:=true needs a control_port (the world moves on step requests)")
+        game = FakeGamePlan(tuple(port_numbers), tuple(vehicle_names), tuple(names), control, held)
+    elif held:
+        raise LaunchPlanError("lockstep:=true is for fake_game:=true (the real game is held by -Lockstep)")
+    sim_control = SimControlPlan(control, tuple(names)) if control else None
+    return LaunchPlan(bridges=bridges, fake_game=game, sim_control=sim_control, rviz=parse_bool("rviz", rviz),
+                      use_sim_time=parse_bool("use_sim_time", use_sim_time), log_level=level, host=host)
+
+
+def config_file(name: str) -> str:
+    """config/<name> of the installed package, else of the source tree (the path even where it is
+    missing: launch then names the file it could not open)."""
+    return str(config_path(name) or SOURCE_CONFIG / name)

@@ -1,0 +1,137 @@
+"""The one way to be a node here: RunnableNode (parameters from a table, start, stop, executors)
+and run(), every executable's main: init, signals, executors in threads, clean shutdown, and a
+start-up failure reported once, as one line, with exit code 2 (a refused value) or 1 (nothing to do).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+
+from acres_sim.middleware import dds
+from acres_sim.nodes.parameters import NodeParameters, ParameterError
+
+
+class StartFailed(Exception):
+    """The node started but has nothing to do (e.g. no port could be opened); one line, exit 1."""
+
+
+class RunnableNode(Node):
+    """A node that run() starts, spins and stops. Subclasses set up in __init__ (raising
+    ParameterError for a refused value) and override what they need of the rest."""
+
+    def declare_table(self, table: NodeParameters) -> dict[str, Any]:
+        """Declare every parameter of `table` with its description; their values by name."""
+        values: dict[str, Any] = {}
+        for spec in table.specs:
+            default = values[spec.default_from] if spec.default_from else spec.default
+            # Numbers are dynamically typed so that `stats_period_s:=5` (an integer) is accepted.
+            numeric = isinstance(default, (int, float)) and not isinstance(default, bool)
+            values[spec.name] = self.declare_parameter(spec.name, default, ParameterDescriptor(
+                description=spec.description, dynamic_typing=numeric)).value
+        return values
+
+    def executors(self) -> list[Executor]:
+        """The executors that spin this node (and any helper nodes of its), each in its own thread."""
+        executor = SingleThreadedExecutor()
+        executor.add_node(self)
+        return [executor]
+
+    def start(self) -> None:
+        """After construction, before spinning: start threads and sockets (StartFailed: nothing to do)."""
+
+    @property
+    def finished(self) -> bool:
+        """True when the node's work ended by itself (the process then exits 0)."""
+        return False
+
+    def stop(self) -> None:
+        """Before the node is destroyed: stop threads and sockets, once the executors are shut down."""
+
+
+def spin_in_thread(executor: Any, stop: threading.Event, failures: list[BaseException],
+                   name: str) -> threading.Thread:
+    """Start executor.spin() in a daemon thread. spin() sleeps until something is due (a main thread
+    polling spin_once(0.1) rebuilt the wait set ten times a second). When it ends, `stop` is set; an
+    error in a callback goes into `failures`, for the main thread to raise: it ends the node."""
+
+    def spin() -> None:
+        try:
+            executor.spin()
+        except ExternalShutdownException:
+            pass
+        except BaseException as exc:  # noqa: BLE001 -- handed to the main thread, which raises it
+            failures.append(exc)
+        finally:
+            stop.set()
+
+    thread = threading.Thread(target=spin, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def run(make_node: Callable[[], RunnableNode], name: str, args: Sequence[str] | None = None, *,
+        dds_profile: bool = False) -> int:
+    """Run a node until SIGINT or SIGTERM (exit 0), or until it is finished. `dds_profile`: apply
+    the package's Fast DDS profile before the participant starts, and log what is in force."""
+    choice = dds.apply_profile() if dds_profile else None  # read by Fast DDS when the participant starts
+    stop = threading.Event()
+    # Our own handlers: a node stops its threads (and logs so) before rclpy shuts down.
+    previous = {sig: signal.signal(sig, lambda _signum, _frame: stop.set())
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except Exception as exc:  # noqa: BLE001 -- e.g. a malformed --ros-args: one line, no traceback
+        print(f"{name}: cannot start ROS 2: {exc}", file=sys.stderr)
+        _restore(previous)
+        return 2
+    node: RunnableNode | None = None
+    executors: list[Executor] = []
+    spinners: list[threading.Thread] = []
+    failures: list[BaseException] = []
+    try:
+        try:
+            node = make_node()
+        except ParameterError as exc:
+            rclpy.logging.get_logger(name).fatal(str(exc))
+            return 2
+        if choice is not None:  # the participant exists with the first node: what it mapped is in force
+            ok, line = dds.report(choice, dds.read_in_force())
+            (node.get_logger().info if ok else node.get_logger().warning)(line)
+        try:
+            node.start()
+        except StartFailed as exc:
+            node.get_logger().error(str(exc))
+            return 1
+        executors = node.executors()
+        spinners = [spin_in_thread(executor, stop, failures, f"{name}-executor-{index}")
+                    for index, executor in enumerate(executors)]
+        while not stop.wait(0.2) and not node.finished:
+            pass  # the signal handler only sets the event: nothing here holds a lock
+        if failures:
+            raise failures[0]
+        return 0
+    finally:
+        for executor in executors:
+            executor.shutdown(timeout_sec=1.0)
+        for spinner in spinners:
+            spinner.join(1.0)
+        if node is not None:
+            node.stop()
+            node.destroy_node()
+        rclpy.try_shutdown()
+        _restore(previous)
+
+
+def _restore(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler if handler is not None else signal.SIG_DFL)

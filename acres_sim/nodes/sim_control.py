@@ -1,0 +1,397 @@
+"""sim_control: the simulator's control channel as the ROS 2 standard simulation_interfaces services.
+
+One node per session (not per agent). It speaks to the game only through acres_sim.game.control_client,
+and listens to every agent's `/<agent>/sim/barrier` so that a step answers only once each agent's
+bridge published that step's barrier: every message of the step was then acknowledged by the
+reliable subscribers of every topic (the bridge's guarantee), so a learner that gets the answer
+already holds the step's data.
+
+Threads: the services and the action run on a MultiThreadedExecutor and may block (a step waits for
+the game and then for the barriers). The barrier subscriptions live on a hidden helper node spun by
+an executor of its own, so that no number of blocked calls can starve them.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import Executor, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from simulation_interfaces import srv
+from simulation_interfaces.action import SimulateSteps
+from simulation_interfaces.msg import EntityState, Result, SimulationState, SimulatorFeatures
+from std_msgs.msg import UInt64
+
+from acres_sim.convert import topics
+from acres_sim.convert.stamps import stamp_to_sec_nanosec
+from acres_sim.game.control_client import AgentState, ControlClient, ControlRefused, ControlUnavailable
+from acres_sim.nodes.parameters import SERVICE_CHUNK_STEPS, SIM_CONTROL, sim_control_config
+from acres_sim.nodes.runner import RunnableNode, run
+from acres_sim.stream.protocol import PHYSICS_HZ
+
+BARRIER_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+RESET_SCOPES = {
+    srv.ResetSimulation.Request.SCOPE_DEFAULT: "all",
+    srv.ResetSimulation.Request.SCOPE_ALL: "all",
+    srv.ResetSimulation.Request.SCOPE_TIME: "time",
+    srv.ResetSimulation.Request.SCOPE_STATE: "state",
+    srv.ResetSimulation.Request.SCOPE_TIME | srv.ResetSimulation.Request.SCOPE_STATE: "all",
+}
+FEATURES = (
+    SimulatorFeatures.ENTITY_STATE_GETTING,
+    SimulatorFeatures.ENTITY_STATE_SETTING,
+    SimulatorFeatures.SIMULATION_RESET,
+    SimulatorFeatures.SIMULATION_RESET_TIME,
+    SimulatorFeatures.SIMULATION_RESET_STATE,
+    SimulatorFeatures.SIMULATION_STATE_GETTING,
+    SimulatorFeatures.SIMULATION_STATE_SETTING,
+    SimulatorFeatures.SIMULATION_STATE_PAUSE,
+    SimulatorFeatures.STEP_SIMULATION_SINGLE,
+    SimulatorFeatures.STEP_SIMULATION_MULTIPLE,
+    SimulatorFeatures.STEP_SIMULATION_ACTION,
+)
+# Served so that a client asking gets a clear FEATURE_UNSUPPORTED rather than no service at all.
+UNSUPPORTED = {
+    "spawn_entity": (srv.SpawnEntity, "spawning"),
+    "spawn_entities": (srv.SpawnEntities, "spawning"),
+    "delete_entity": (srv.DeleteEntity, "deleting entities"),
+    "get_entity_info": (srv.GetEntityInfo, "entity info (categories, tags)"),
+    "set_entity_info": (srv.SetEntityInfo, "entity info (categories, tags)"),
+    "get_entity_bounds": (srv.GetEntityBounds, "entity bounds"),
+    "get_named_poses": (srv.GetNamedPoses, "named poses"),
+    "get_named_pose_bounds": (srv.GetNamedPoseBounds, "named poses"),
+    "get_spawnables": (srv.GetSpawnables, "spawnables"),
+    "load_world": (srv.LoadWorld, "world loading"),
+    "unload_world": (srv.UnloadWorld, "world unloading"),
+    "get_current_world": (srv.GetCurrentWorld, "world info"),
+    "get_available_worlds": (srv.GetAvailableWorlds, "world listing"),
+}
+
+
+class OperationFailed(Exception):
+    """A request that could not be done: the message says why (for result.error_message)."""
+
+
+class Unsupported(Exception):
+    """A request for a feature the simulator does not offer (FEATURE_UNSUPPORTED)."""
+
+
+class BarrierWatch:
+    """The sim/barrier steps each agent's bridge published, numbered in arrival order, so that a
+    request can wait for the barriers that arrive after it was sent (a TIME reset makes step
+    numbers repeat)."""
+
+    def __init__(self, agents: Iterable[str]):
+        self._cond = threading.Condition()
+        self._count = 0
+        self._seen: dict[str, deque[tuple[int, int]]] = {a: deque(maxlen=64) for a in agents}
+
+    def mark(self) -> int:
+        with self._cond:
+            return self._count
+
+    def arrived(self, agent: str, step: int) -> None:
+        with self._cond:
+            self._count += 1
+            self._seen[agent].append((self._count, step))
+            self._cond.notify_all()
+
+    def wait(self, step: int, since: int, timeout_s: float) -> list[str]:
+        """Wait until every agent's barrier of `step` arrived after mark `since`; the agents still
+        missing when timeout_s ran out (empty: all arrived)."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while True:
+                missing = [agent for agent, seen in self._seen.items()
+                           if not any(n > since and s == step for n, s in seen)]
+                left = deadline - time.monotonic()
+                if not missing or left <= 0:
+                    return missing
+                self._cond.wait(left)
+
+
+class SimControl(RunnableNode):
+    def __init__(self, **kwargs: Any):
+        super().__init__("sim_control", **kwargs)
+        config = sim_control_config(self.declare_table(SIM_CONTROL))
+        self.barrier_timeout_s = config.barrier_timeout_s
+        self.feedback_steps = config.feedback_steps
+        self.world_frame = config.world_frame
+        self.agents = agents = list(config.agents)
+        self.game = ControlClient(config.control_port, timeout_s=config.request_timeout_s)
+        self.barriers = BarrierWatch(agents)
+        self._step_lock = threading.Lock()  # one stepping request at a time: barriers per request
+
+        # Barriers on a hidden node of their own (see the module's docstring).
+        self._barrier_node = Node("_sim_control_barriers", namespace=self.get_namespace(),
+                                  context=self.context)
+        for agent in agents:
+            self._barrier_node.create_subscription(
+                UInt64, f"/{agent}/{topics.SIM_BARRIER}",
+                lambda msg, agent=agent: self.barriers.arrived(agent, msg.data), BARRIER_QOS)
+
+        group = ReentrantCallbackGroup()
+        serve: dict[str, tuple[Any, Callable[[Any, Any], Any]]] = {
+            "get_simulator_features": (srv.GetSimulatorFeatures, self._features),
+            "get_simulation_state": (srv.GetSimulationState, self._get_simulation_state),
+            "set_simulation_state": (srv.SetSimulationState, self._set_simulation_state),
+            "step_simulation": (srv.StepSimulation, self._step_simulation),
+            "reset_simulation": (srv.ResetSimulation, self._reset_simulation),
+            "get_entities": (srv.GetEntities, self._get_entities),
+            "get_entities_states": (srv.GetEntitiesStates, self._get_entities_states),
+            "get_entity_state": (srv.GetEntityState, self._get_entity_state),
+            "set_entity_state": (srv.SetEntityState, self._set_entity_state),
+        }
+        for name, (kind, what) in UNSUPPORTED.items():
+            serve[name] = (kind, self._unsupported(what))
+        for name, (kind, handler) in serve.items():
+            self.create_service(kind, name, self._guarded(handler), callback_group=group)
+        self._action = ActionServer(
+            self, SimulateSteps, "simulate_steps", execute_callback=self._simulate_steps,
+            goal_callback=lambda goal: GoalResponse.ACCEPT,
+            cancel_callback=lambda goal_handle: CancelResponse.ACCEPT, callback_group=group)
+        self.get_logger().info(
+            f"control channel {self.game.address}; agents {', '.join(agents)}; services under "
+            f"{self.get_namespace()}; a step answers after every agent's sim/barrier "
+            f"(at most {self.barrier_timeout_s:g} s)")
+
+    @property
+    def barrier_node(self) -> Node:
+        return self._barrier_node
+
+    def executors(self) -> list[Executor]:
+        """The barriers on an executor of their own; the services and the action, which may block,
+        on four threads."""
+        barriers = SingleThreadedExecutor()
+        barriers.add_node(self._barrier_node)
+        services = MultiThreadedExecutor(num_threads=4)
+        services.add_node(self)
+        return [barriers, services]
+
+    def destroy_node(self) -> None:
+        self._action.destroy()
+        self._barrier_node.destroy_node()
+        self.game.close()
+        super().destroy_node()
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _guarded(self, handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        """Every answer carries a result: the channel's errors become OPERATION_FAILED (or the code
+        the handler picked), and nothing a client sends takes the node down."""
+        def call(request: Any, response: Any) -> Any:
+            try:
+                handler(request, response)
+            except ControlUnavailable as exc:
+                _fail(response, Result.RESULT_OPERATION_FAILED, f"the simulator is not reachable: {exc}")
+            except ControlRefused as exc:
+                code = Result.RESULT_NOT_FOUND if exc.code == "not_found" else Result.RESULT_OPERATION_FAILED
+                _fail(response, code, str(exc))
+            except OperationFailed as exc:
+                _fail(response, Result.RESULT_OPERATION_FAILED, str(exc))
+            except Unsupported as exc:
+                _fail(response, Result.RESULT_FEATURE_UNSUPPORTED, str(exc))
+            except Exception as exc:  # noqa: BLE001 -- answer and keep serving
+                self.get_logger().error(f"{handler.__name__}: {type(exc).__name__}: {exc}")
+                _fail(response, Result.RESULT_OPERATION_FAILED, f"{type(exc).__name__}: {exc}")
+            return response
+        return call
+
+    @staticmethod
+    def _unsupported(what: str) -> Callable[[Any, Any], None]:
+        def answer(request: Any, response: Any) -> None:
+            raise Unsupported(f"the simulator does not support {what} (see get_simulator_features)")
+        return answer
+
+    def _steps(self, steps: int, chunk: int, after_chunk: Callable[[int], bool] | None = None) -> int:
+        """Run `steps` in game requests of at most `chunk`, each waited for until every agent's
+        barrier arrived. after_chunk(done) -> False stops between chunks. Returns the steps done."""
+        done = 0
+        with self._step_lock:
+            while done < steps:
+                n = min(chunk, steps - done)
+                since = self.barriers.mark()
+                try:
+                    reached = self.game.step(n, paused_only=True)
+                except ControlRefused as exc:
+                    if exc.code == "incorrect_state":
+                        raise OperationFailed(f"the simulation is not paused: pause it first ({exc})") \
+                            from None
+                    raise
+                missing = self.barriers.wait(reached.step, since, self.barrier_timeout_s)
+                done += n
+                if missing:
+                    raise OperationFailed(
+                        f"the game did {done} of {steps} steps (world step {reached.step}), but no "
+                        f"sim/barrier came within {self.barrier_timeout_s:g} s from: {', '.join(missing)} "
+                        "(is its sim_bridge running and connected?)")
+                if after_chunk is not None and not after_chunk(done):
+                    break
+        return done
+
+    # -- services --------------------------------------------------------------------------------
+
+    def _features(self, request: Any, response: Any) -> None:
+        response.features.features = list(FEATURES)
+        response.features.custom_info = (
+            "acres_sim sim_control on the ACRES control channel: entities are the agents; entity "
+            f"state is base_footprint in '{self.world_frame}'; steps of 1/{PHYSICS_HZ} s answer after "
+            "every agent's sim/barrier")
+
+    def _get_simulation_state(self, request: Any, response: Any) -> None:
+        try:
+            paused = self.game.paused()
+        except ControlUnavailable:
+            response.state.state = SimulationState.STATE_NO_WORLD
+            raise
+        response.state.state = SimulationState.STATE_PAUSED if paused else SimulationState.STATE_PLAYING
+        response.result.result = Result.RESULT_OK
+
+    def _set_simulation_state(self, request: Any, response: Any) -> None:
+        target = request.state.state
+        if target not in (SimulationState.STATE_PLAYING, SimulationState.STATE_PAUSED):
+            _fail(response, srv.SetSimulationState.Response.INCORRECT_TRANSITION,
+                  f"cannot go to state {target}: the simulator can be PLAYING "
+                  f"({SimulationState.STATE_PLAYING}) or PAUSED ({SimulationState.STATE_PAUSED})")
+            return
+        playing = target == SimulationState.STATE_PLAYING
+        if self.game.paused() != playing:
+            _fail(response, srv.SetSimulationState.Response.ALREADY_IN_TARGET_STATE,
+                  f"the simulation is already {'playing' if playing else 'paused'}")
+            return
+        with self._step_lock:  # not in the middle of a stepping request
+            if playing:
+                self.game.play()
+            else:
+                self.game.pause()
+        response.result.result = Result.RESULT_OK
+
+    def _step_simulation(self, request: Any, response: Any) -> None:
+        if request.steps < 1:
+            _fail(response, Result.RESULT_OPERATION_FAILED, "steps must be at least 1")
+            return
+        self._steps(request.steps, SERVICE_CHUNK_STEPS)
+        response.result.result = Result.RESULT_OK
+
+    def _reset_simulation(self, request: Any, response: Any) -> None:
+        scope = RESET_SCOPES.get(request.scope)
+        if scope is None:
+            raise Unsupported(f"reset scope {request.scope} is not supported: TIME (1), STATE (2), both, "
+                              "DEFAULT (0) or ALL (255); nothing is ever spawned, so SPAWNED (4) has "
+                              "nothing to do")
+        with self._step_lock:
+            self.game.reset(scope)
+        response.result.result = Result.RESULT_OK
+
+    def _matching(self, filters: Any) -> list[str]:
+        if filters.categories:
+            raise Unsupported("filtering by entity category is not supported")
+        if filters.tags.tags:
+            raise Unsupported("filtering by entity tags is not supported")
+        if filters.bounds.type != 0 or filters.bounds.points:
+            raise Unsupported("filtering by bounds is not supported")
+        try:
+            pattern = re.compile(filters.filter) if filters.filter else None
+        except re.error as exc:
+            raise OperationFailed(f"filter {filters.filter!r} is not a valid regular expression: {exc}") \
+                from None
+        return [name for name in self.game.entities() if pattern is None or pattern.search(name)]
+
+    def _get_entities(self, request: Any, response: Any) -> None:
+        response.entities = self._matching(request.filters)
+        response.result.result = Result.RESULT_OK
+
+    def _get_entities_states(self, request: Any, response: Any) -> None:
+        names = self._matching(request.filters)
+        response.entities = names
+        response.states = [self._entity_state(self.game.get_state(name)) for name in names]
+        response.result.result = Result.RESULT_OK
+
+    def _get_entity_state(self, request: Any, response: Any) -> None:
+        response.state = self._entity_state(self.game.get_state(request.entity))
+        response.result.result = Result.RESULT_OK
+
+    def _set_entity_state(self, request: Any, response: Any) -> None:
+        state = request.state
+        if state.header.frame_id not in ("", self.world_frame):
+            _fail(response, Result.RESULT_OPERATION_FAILED,
+                  f"state.header.frame_id must be '{self.world_frame}' (or empty), got "
+                  f"'{state.header.frame_id}'")
+            return
+        p, q = state.pose.position, state.pose.orientation
+        v, w = state.twist.linear, state.twist.angular
+        try:
+            with self._step_lock:
+                self.game.set_state(request.entity, (p.x, p.y, p.z), (q.x, q.y, q.z, q.w),
+                                    (v.x, v.y, v.z), (w.x, w.y, w.z))
+        except ControlRefused as exc:
+            if exc.code != "invalid_pose":
+                raise
+            _fail(response, srv.SetEntityState.Response.INVALID_POSE, str(exc))
+            return
+        response.result.result = Result.RESULT_OK
+
+    def _entity_state(self, state: AgentState) -> EntityState:
+        msg = EntityState()
+        msg.header.frame_id = self.world_frame
+        # the same conversion as the bridge's headers: the state's stamp equals theirs to the nanosecond
+        msg.header.stamp.sec, msg.header.stamp.nanosec = stamp_to_sec_nanosec(state.time_s)
+        pose, twist = msg.pose, msg.twist
+        pose.position.x, pose.position.y, pose.position.z = state.position
+        pose.orientation.x, pose.orientation.y, pose.orientation.z, pose.orientation.w = state.orientation
+        twist.linear.x, twist.linear.y, twist.linear.z = state.linear_velocity
+        twist.angular.x, twist.angular.y, twist.angular.z = state.angular_velocity
+        accel = msg.acceleration.linear
+        accel.x, accel.y, accel.z = state.linear_acceleration
+        return msg
+
+    # -- the action ------------------------------------------------------------------------------
+
+    def _simulate_steps(self, goal_handle: Any) -> Any:
+        steps = goal_handle.request.steps
+        result = SimulateSteps.Result()
+        feedback = SimulateSteps.Feedback()
+
+        def after_chunk(done: int) -> bool:
+            feedback.completed_steps, feedback.remaining_steps = done, steps - done
+            goal_handle.publish_feedback(feedback)
+            return not goal_handle.is_cancel_requested
+
+        done = 0
+        try:
+            if steps < 1:
+                raise OperationFailed("steps must be at least 1")
+            done = self._steps(steps, self.feedback_steps, after_chunk)
+        except (ControlUnavailable, ControlRefused, OperationFailed) as exc:
+            _fail(result, Result.RESULT_OPERATION_FAILED, str(exc))
+            goal_handle.abort()
+            return result
+        if done < steps:
+            _fail(result, Result.RESULT_OPERATION_FAILED, f"cancelled after {done} of {steps} steps")
+            goal_handle.canceled()
+            return result
+        result.result.result = Result.RESULT_OK
+        goal_handle.succeed()
+        return result
+
+
+def _fail(response: Any, code: int, message: str) -> None:
+    response.result.result = code
+    response.result.error_message = message
+
+
+def main(args: list[str] | None = None) -> int:
+    return run(SimControl, "sim_control", args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+"""The folders are the layers: every import of the package, the harness, the benchmark and the
+tests read from the source (ast, function-level imports too) and held against the rule of
+doc/design.md's Layout. A module imports from its own folder and the folders below it, never up,
+and no modules import each other in a circle."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LEAVES = ("acres_sim.rotations", "acres_sim.share")
+# A folder (or module) -> what it may import besides itself and the leaves; the first match counts.
+ALLOWED = (
+    ("acres_sim.stream", ()),
+    ("acres_sim.game", ("acres_sim.stream",)),
+    ("acres_sim.convert", ("acres_sim.stream",)),
+    ("acres_sim.middleware", ()),
+    ("acres_sim.fake_game.world", ()),
+    ("acres_sim.fake_game.simulation", ("acres_sim.fake_game.world", "acres_sim.stream")),
+    ("acres_sim.fake_game.sockets", ("acres_sim.fake_game.simulation", "acres_sim.stream")),
+    ("acres_sim.fake_game", ("acres_sim.fake_game", "acres_sim.stream")),
+    ("acres_sim.viewer", ("acres_sim.convert", "acres_sim.stream", "acres_sim.middleware")),
+    ("acres_sim.nodes", ("acres_sim.stream", "acres_sim.convert", "acres_sim.middleware", "acres_sim.game",
+                         "acres_sim.fake_game")),
+    ("acres_sim", ()),  # the leaves themselves and __init__
+    ("harness", ("acres_sim",)),
+    ("benchmark", ("acres_sim", "harness")),
+    ("launch", ("acres_sim.nodes",)),
+)
+ROS_FREE = ("acres_sim.stream", "acres_sim.convert", "acres_sim.game", "acres_sim.fake_game")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _sources() -> dict[str, Path]:
+    found = {}
+    for top in ("acres_sim", "harness", "benchmark", "launch"):
+        for path in sorted((REPO / top).rglob("*.py")):
+            found[_module_name(path)] = path
+    return found
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            out.add(base)
+            out.update(f"{base}.{alias.name}" for alias in node.names)
+    return out
+
+
+SOURCES = _sources()
+GRAPH = {m: {i for i in _imports(m, p) if i in SOURCES and i != m} for m, p in SOURCES.items()}
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def _rule(module: str) -> tuple[str, tuple[str, ...]]:
+    return next((prefix, allowed) for prefix, allowed in ALLOWED if _within(module, prefix))
+
+
+def test_every_source_file_has_a_layer_and_the_graph_is_read():
+    assert len(SOURCES) > 60 and all(_rule(m) for m in SOURCES)
+    assert "acres_sim.stream.protocol" in GRAPH["acres_sim.stream.client"]  # the reader sees imports
+
+
+def test_no_import_runs_up_a_layer():
+    wrong = []
+    for module, imported in GRAPH.items():
+        prefix, allowed = _rule(module)
+        for target in imported:
+            if _within(target, prefix) or any(_within(target, a) for a in (*allowed, *LEAVES)):
+                continue
+            wrong.append(f"{module} -> {target}")
+    assert not wrong, "imports against the layers:\n" + "\n".join(sorted(wrong))
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    # Tarjan's strongly connected components; a component of more than one module is a circle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in GRAPH[module]:
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == module:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for module in GRAPH:
+        if module not in index:
+            visit(module)
+    assert not circles, circles
+
+
+def test_the_tests_take_shared_fixtures_from_the_harness_not_the_benchmark():
+    # Only the benchmark's own tests import it; the benchmark imports nothing of the tests.
+    for path in sorted((REPO / "test").rglob("*.py")):
+        imported = _imports("test." + path.stem, path)
+        if any(_within(i, "benchmark") for i in imported):
+            assert path.name.startswith("test_bench"), f"{path.relative_to(REPO)} imports the benchmark"
+    for module in SOURCES:
+        assert not any(_within(i, "test") or i in ("conftest", "support") or i.startswith("support.")
+                       for i in _imports(module, SOURCES[module])), module
+
+
+@pytest.mark.parametrize("package", ROS_FREE)
+def test_the_ros_free_folders_import_without_rclpy(package):
+    modules = sorted(m for m in SOURCES if _within(m, package) and not m.endswith("__main__"))
+    assert modules
+    code = "import importlib, sys\n" + "".join(f"importlib.import_module({m!r})\n" for m in modules) \
+        + "sys.exit(1 if 'rclpy' in sys.modules else 0)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0, modules
