@@ -4,7 +4,8 @@
 # With a sourced ROS 2 distribution (ROS_DISTRO set and rclpy importable) it uses that and only
 # checks for the tools the project needs. Otherwise it builds a git-ignored .venv-<distro> from the
 # pinned ROS 2 wheels of PyPI for ACRES_ROS_DISTRO (jazzy, the default, or kilted), generates
-# tf2_msgs and simulation_interfaces (no wheels exist) with the wheels' own rosidl toolchain, and
+# tf2_msgs, simulation_interfaces, ackermann_msgs and ds_dbw_msgs (no wheels exist) with the wheels'
+# own rosidl toolchain, and
 # writes .acres_env.sh, the one file to source. A second run finds its stamp and returns in seconds.
 set -euo pipefail
 
@@ -28,7 +29,7 @@ if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" >/dev/null 2>&1; then
   missing=()
   command -v colcon >/dev/null 2>&1 || missing+=("colcon (apt install python3-colcon-common-extensions)")
   for mod in numpy pyproj simplejpeg matplotlib pytest hypothesis flake8 yaml tf2_msgs simulation_interfaces sensor_msgs \
-    nav_msgs diagnostic_msgs; do
+    nav_msgs diagnostic_msgs ackermann_msgs; do
     python3 -c "import $mod" >/dev/null 2>&1 || missing+=("python module $mod (rosdep install --from-paths . --ignore-src -y)")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -67,12 +68,15 @@ wanted="$(cat "$TOOLS/bootstrap.sh" "$ROS_REQUIREMENTS" "$TOOLS/requirements-py.
   "$TOOLS"/tf2_msgs/package.xml "$TOOLS"/tf2_msgs/CMakeLists.txt "$TOOLS"/tf2_msgs/msg/* \
   "$TOOLS"/simulation_interfaces/package.xml "$TOOLS"/simulation_interfaces/CMakeLists.txt \
   "$TOOLS"/simulation_interfaces/{msg,srv,action}/* \
+  "$TOOLS"/ackermann_msgs/package.xml "$TOOLS"/ackermann_msgs/CMakeLists.txt "$TOOLS"/ackermann_msgs/msg/* \
+  "$TOOLS"/ds_dbw_msgs/package.xml "$TOOLS"/ds_dbw_msgs/CMakeLists.txt "$TOOLS"/ds_dbw_msgs/msg/*.msg \
+  "$TOOLS"/ds_dbw_msgs/msg/fields/* \
   | sha256sum | cut -d' ' -f1) $("$PYTHON" -V 2>&1)"
 
 # The interface packages no wheel provides, generated into one workspace.
-INTERFACES=(tf2_msgs simulation_interfaces)
+INTERFACES=(tf2_msgs simulation_interfaces ackermann_msgs ds_dbw_msgs)
 IFACE_INSTALL="$VENV/interfaces_ws/install"
-IFACE_CHECK="import tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action"
+IFACE_CHECK="import tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action, ackermann_msgs.msg, ds_dbw_msgs.msg"
 write_env_file() {
   cat > "$ENV_FILE" <<EOS
 # Written by tools/bootstrap.sh: the self-installed ROS 2 ${DISTRO^} environment ($PY_TAG).
@@ -137,7 +141,7 @@ fi
 
 write_env_file
 
-env_check="$(bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action, sensor_msgs.msg, nav_msgs.msg, rosgraph_msgs.msg, diagnostic_msgs.msg, numpy, pyproj, simplejpeg, matplotlib, rich, pytest, hypothesis, flake8; print(\"ok\")'" 2>&1 | tail -n 3)"
+env_check="$(bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action, ackermann_msgs.msg, ds_dbw_msgs.msg, sensor_msgs.msg, nav_msgs.msg, rosgraph_msgs.msg, diagnostic_msgs.msg, numpy, pyproj, simplejpeg, matplotlib, rich, pytest, hypothesis, flake8; print(\"ok\")'" 2>&1 | tail -n 3)"
 [ "$env_check" = "ok" ] || die "the new environment does not import: $env_check"
 echo "$wanted" > "$STAMP"
 say "ROS 2 ${DISTRO^} environment ready: source $ENV_FILE"
