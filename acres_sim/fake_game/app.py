@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from acres_sim.fake_game.sockets.control_server import ControlServer
 from acres_sim.fake_game.simulation.sinks import LogFn, stdout_log
 from acres_sim.fake_game.sockets.stream_server import stream_opener
+from acres_sim.fake_game.sockets.vehicle_server import vehicle_opener
 from acres_sim.fake_game.simulation.session import Session
 from acres_sim.fake_game.simulation.session_config import SessionConfig
 
@@ -22,7 +23,7 @@ class FakeGame:
     @classmethod
     def start(cls, config: SessionConfig, control_port: int | None,
               log: LogFn = stdout_log) -> FakeGame:
-        session = Session(config, stream_opener(config, log), log)
+        session = Session(config, stream_opener(config, log), log, vehicle_opener(log))
         session.start()
         control = None
         if control_port is not None:

@@ -2,6 +2,7 @@
 
     python3 -m acres_sim.fake_game --port 5601 --vehicle polaris
     python3 -m acres_sim.fake_game --ports 5601,5602 --vehicles polaris,maxxum [--agents a,b]
+    python3 -m acres_sim.fake_game --port 5601 --vehicle-ports 5611   (driven through its Vehicle Bridge)
 
 Port 0 (for a stream or the control channel) takes a free port from the kernel; the LISTENING
 lines name the port that was taken. SIGINT and SIGTERM end the run cleanly (STOP lines, exit 0).
@@ -60,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ports", type=_int_list, help="one stream port per agent, e.g. 5601,5602")
     p.add_argument("--vehicles", type=_name_list, help="one vehicle per port, e.g. polaris,maxxum")
     p.add_argument("--agents", type=_name_list, help="agent names (default: the vehicle names)")
+    p.add_argument("--vehicle-ports", type=_int_list,
+                   help="one Vehicle Bridge port per agent, e.g. 5611,5612 (0 = a free port; default: none, "
+                        "the vehicles drive their routes)")
     p.add_argument("--seed", type=int, default=SessionConfig.seed,
                    help=f"seed of every random process ({SessionConfig.seed})")
     p.add_argument("--realtime-factor", type=float, default=SessionConfig.realtime_factor,
@@ -95,7 +99,7 @@ def config_from_args(args: argparse.Namespace) -> SessionConfig:
     if args.lockstep and args.control_port is None:
         raise ValueError("--lockstep needs --control-port (the world only moves on step requests)")
     return SessionConfig(
-        agents=agent_specs(ports, vehicles, args.agents),
+        agents=agent_specs(ports, vehicles, args.agents, args.vehicle_ports),
         seed=args.seed,
         realtime_factor=args.realtime_factor,
         lockstep=args.lockstep,

@@ -24,7 +24,8 @@ class ParamSpec:
     default: Any
     description: str
     # The name of a parameter declared before this one whose value is the default (a default that
-    # depends on another value; config files leave such a parameter out unless they set it).
+    # depends on another value). Config files leave such a parameter out unless they set it, and one
+    # whose default is None (not set) too.
     default_from: str | None = None
 
 
@@ -274,6 +275,9 @@ FAKE_GAME = NodeParameters("fake_game", "fake_game.yaml", (
     ParamSpec("vehicles", ["polaris"], "The vehicle of each agent (polaris | maxxum), one per port."),
     ParamSpec("agents", None, "Agent names, one per port; default: the vehicle names.",
               default_from="vehicles"),
+    ParamSpec("vehicle_ports", None,
+              "Vehicle Bridge ports on 127.0.0.1, one per agent (0 = a free port); not set: no Vehicle "
+              "Bridge, the vehicles drive their routes."),
     ParamSpec("seed", SessionConfig.seed, "Seed of every random process (noise, INS errors)."),
     ParamSpec("realtime_factor", SessionConfig.realtime_factor,
               "Simulated seconds per wall-clock second; 0 = as fast as possible."),
@@ -314,6 +318,8 @@ def fake_game_config(values: dict[str, Any]) -> FakeGameConfig:
     if v["agents"] is None:
         v["agents"] = v["vehicles"]
     ports = [_port("ports", p, allow_zero=True) for p in v["ports"]]
+    vehicle_ports = (None if v["vehicle_ports"] is None
+                     else [_port("vehicle_ports", p, allow_zero=True) for p in v["vehicle_ports"]])
     control_port = _port("control_port", v["control_port"], allow_zero=True)
     flavor = _string("flavor", v["flavor"])
     if flavor not in FLAVORS:
@@ -323,7 +329,7 @@ def fake_game_config(values: dict[str, Any]) -> FakeGameConfig:
         raise ParameterError("lockstep needs control_port (the world only moves on step requests)")
     try:
         session = SessionConfig(
-            agents=agent_specs(ports, list(v["vehicles"]), list(v["agents"])),
+            agents=agent_specs(ports, list(v["vehicles"]), list(v["agents"]), vehicle_ports),
             seed=int(_number("seed", v["seed"], integer=True)),
             realtime_factor=float(_number("realtime_factor", v["realtime_factor"])),
             lockstep=lockstep, flavor=flavor,

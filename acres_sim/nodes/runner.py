@@ -34,10 +34,11 @@ class RunnableNode(Node):
         values: dict[str, Any] = {}
         for spec in table.specs:
             default = values[spec.default_from] if spec.default_from else spec.default
-            # Numbers are dynamically typed so that `stats_period_s:=5` (an integer) is accepted.
-            numeric = isinstance(default, (int, float)) and not isinstance(default, bool)
+            # Numbers are dynamically typed so that `stats_period_s:=5` (an integer) is accepted;
+            # a parameter without a default (None: not set) takes whatever type it is given.
+            dynamic = default is None or (isinstance(default, (int, float)) and not isinstance(default, bool))
             values[spec.name] = self.declare_parameter(spec.name, default, ParameterDescriptor(
-                description=spec.description, dynamic_typing=numeric)).value
+                description=spec.description, dynamic_typing=dynamic)).value
         return values
 
     def executors(self) -> list[Executor]:

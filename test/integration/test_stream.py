@@ -496,3 +496,31 @@ def test_latest_slot_keeps_only_the_newest_item():
     assert slot.put(2) is True  # 1 was never taken: replaced
     assert slot.get(timeout_s=0.01) == 2
     assert slot.get(timeout_s=0.01) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=1, max_value=400), max_size=12))
+def test_lines_come_whole_from_any_segmentation_and_long_ones_are_skipped_once(cuts):
+    from acres_sim.stream.lines import TOO_LONG, read_lines
+
+    data = b"first\n\n" + b"x" * 300 + b"\nsecond\n" + b"y" * 64 + b"\n" + b"z" * 1000 + b"\nlast\n"
+    a, b = socket.socketpair()
+    pieces, at = [], 0
+    for cut in cuts:
+        pieces.append(data[at:at + cut])
+        at += cut
+    pieces.append(data[at:])
+
+    def send() -> None:
+        for piece in pieces:
+            if piece:
+                b.sendall(piece)
+        b.close()
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    got = list(read_lines(a, threading.Event(), 64))
+    sender.join()
+    a.close()
+    # exactly 64 bytes is a line; 300 and 1000 are not, each reported once wherever the reads split them
+    assert got == [b"first", TOO_LONG, b"second", b"y" * 64, TOO_LONG, b"last"]

@@ -35,6 +35,9 @@ class FakeGame:
     def stream_port(self, agent: str) -> int:
         return int(self.wait_line(rf"^ACRES_SENSOR_STREAM_LISTENING agent={agent} port=(\d+)$").group(1))
 
+    def vehicle_port(self, agent: str) -> int:
+        return int(self.wait_line(rf"^ACRES_VEHICLE_BRIDGE_LISTENING agent={agent} port=(\d+)$").group(1))
+
     def control_port(self) -> int:
         return int(self.wait_line(r"^ACRES_SIM_CONTROL_LISTENING port=(\d+)$").group(1))
 

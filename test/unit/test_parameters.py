@@ -53,8 +53,9 @@ def test_every_node_yaml_documents_every_parameter_with_its_default(table):
     text = (REPO / "config" / table.config_file).read_text()
     doc = yaml.safe_load(text)
     params = doc["/**"]["ros__parameters"]
-    # A default taken from another parameter is not written down; the file says so in a comment.
-    derived = {p.name for p in table.specs if p.default_from}
+    # A default taken from another parameter, or none, is not written down; the file says so in a
+    # comment.
+    derived = {p.name for p in table.specs if p.default_from or p.default is None}
     assert set(params) == set(table.names) - derived
     lines = text.splitlines()
     for name in derived:

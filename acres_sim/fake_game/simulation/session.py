@@ -24,6 +24,12 @@ the stream then repeats a fresh start's frames). set_entity_state() places an ag
 that pose (or moves on with the twist it was given) until a state reset. Both wait for the renders
 in flight, so that no frame mixes the world before and after.
 
+Driving. An agent with a Vehicle Bridge drives its route until the bridge holds a command; from
+then its VehicleModel is stepped with the latest command at every physics step (zero-order hold),
+before that step's frames, and the sensors follow the driven track (DrivenMotion). After the
+frames each step's report goes to the bridge; in lockstep the bridges get their barrier after the
+streams'. A STATE or ALL reset puts the vehicle back on its route until the next command.
+
 Vehicle time. Each agent's Clock payload is its own physics time: the world time plus a constant
 lead of VEHICLE_CLOCK_LEAD_S + 100 s x agent index, so the offset (world minus vehicle time) is
 non-zero and differs between agents, as in the game where every pawn has its own physics clock.
@@ -65,7 +71,21 @@ from acres_sim.fake_game.world.motion import HeldMotion, RouteMotion
 from acres_sim.fake_game.simulation.render_pool import RenderPool
 from acres_sim.fake_game.simulation.session_config import AgentSpec, SessionConfig
 from acres_sim.fake_game.simulation.world_clock import PHYSICS_HZ, SensorSchedule, world_time
-from acres_sim.fake_game.simulation.sinks import FrameSink, LogFn, OpenStream, stdout_log
+from acres_sim.fake_game.simulation.sinks import (
+    FrameSink,
+    LogFn,
+    OpenStream,
+    OpenVehicle,
+    VehicleSink,
+    stdout_log,
+)
+from acres_sim.fake_game.simulation.vehicle_model import (
+    RELEASED,
+    VEHICLE_PARAMS,
+    VehicleModel,
+    VehicleState,
+)
+from acres_sim.fake_game.world.motion import DriveKnot, DrivenMotion
 
 RESET_SCOPES = ("time", "state", "all")
 VEHICLE_CLOCK_LEAD_S = 1234.5  # vehicle time minus world time of agent 0
@@ -98,6 +118,10 @@ class _Agent:
     cache_lock: threading.Lock = field(default_factory=threading.Lock)
     lidar_size: int = 0
     camera_size: int = 0
+    vehicle_bridge: VehicleSink | None = None
+    model: VehicleModel | None = None  # while driven by its Vehicle Bridge's commands
+    track: DrivenMotion | None = None
+    command_stamp_s: float | None = None  # of the command applied in the last step
 
     def restart_schedules(self, camera_on: bool) -> None:
         """Sensor epochs from world time 0: at the start and after a TIME reset."""
@@ -114,9 +138,11 @@ class Session:
     and status() are what the control channel calls; stop() ends everything and logs STOP.
     """
 
-    def __init__(self, config: SessionConfig, open_stream: OpenStream, log: LogFn = stdout_log):
+    def __init__(self, config: SessionConfig, open_stream: OpenStream, log: LogFn = stdout_log,
+                 open_vehicle: OpenVehicle | None = None):
         self.config = config
         self._open_stream = open_stream
+        self._open_vehicle = open_vehicle
         self._log = log
         self._agents: list[_Agent] = []
         self._step = 0
@@ -167,6 +193,9 @@ class Session:
                 lidar_size=16 + 16 * hello.lidar.columns * hello.lidar.rings,
                 camera_size=16 + 3 * hello.camera.width * hello.camera.height,
             )
+            if spec.vehicle_port is not None and self._open_vehicle is not None:
+                agent.vehicle_bridge = self._open_vehicle(spec.agent, spec.vehicle, spec.vehicle_port,
+                                                          VEHICLE_PARAMS[spec.vehicle])
             agent.restart_schedules(self._camera_on(hello))
             self._agents.append(agent)
         # In real time one render thread per agent: two renders side by side cost each other 45 %
@@ -212,6 +241,8 @@ class Session:
             self._pool = None
         for agent in self._agents:
             agent.stream.stop()
+            if agent.vehicle_bridge is not None:
+                agent.vehicle_bridge.stop()
         self._finished.set()
 
     # -- requests (control channel) -----------------------------------------------------------
@@ -245,6 +276,8 @@ class Session:
                 stamp = world_time(step)
                 for agent in self._agents:
                     agent.stream.publish(FrameType.BARRIER, stamp, encode_barrier(step))
+                    if agent.vehicle_bridge is not None:
+                        agent.vehicle_bridge.barrier(step, stamp)
             if self._duration_reached():
                 self._finished.set()
             return step, stamp
@@ -260,13 +293,17 @@ class Session:
                 for agent in self._agents:
                     if scope == "all":
                         agent.simulator.restart()
+                        self._stop_driving(agent)
                     else:
                         agent.simulator.shift_time(dt)
+                        motion = agent.simulator.motion
+                        agent.track = motion if isinstance(motion, DrivenMotion) else None
                     agent.restart_schedules(self._camera_on(agent.hello))
             if scope == "state":
                 now = world_time(self._step)
                 for agent in self._agents:
                     agent.simulator.place(RouteMotion(now))
+                    self._stop_driving(agent)
             return self._step, world_time(self._step)
 
     @property
@@ -354,7 +391,9 @@ class Session:
             "flavor": self.config.flavor,
             "agents": [
                 {"agent": a.spec.agent, "vehicle": a.spec.vehicle, "port": a.stream.port,
-                 "connected": a.stream.connected}
+                 "connected": a.stream.connected,
+                 "vehicle_port": a.vehicle_bridge.port if a.vehicle_bridge is not None else None,
+                 "driven": a.model is not None}
                 for a in self._agents
             ],
         }
@@ -413,6 +452,8 @@ class Session:
         self._step = step
 
     def _agent_step(self, agent: _Agent, step: int, t: float) -> None:
+        if agent.vehicle_bridge is not None:
+            self._drive(agent, t)
         stream = agent.stream
         stream.publish(FrameType.CLOCK, t, encode_clock(t + agent.clock_lead_s))
         if agent.ins is not None:
@@ -427,6 +468,64 @@ class Session:
         if agent.camera is not None:
             for _ in range(agent.camera.due(step)):
                 self._submit(agent, FrameType.CAMERA, t, agent.camera_size)
+        if agent.vehicle_bridge is not None and agent.vehicle_bridge.connected:
+            agent.vehicle_bridge.report(self._vehicle_report(agent, step, t))
+
+    # -- driving ------------------------------------------------------------------------------
+
+    def _drive(self, agent: _Agent, t: float) -> None:
+        """Step the agent's vehicle to world time t under the command its bridge holds."""
+        assert agent.vehicle_bridge is not None
+        with self._state:
+            lockstep = self._paused  # held or stepping: the bridge does not brake a slow client
+        held = agent.vehicle_bridge.held_command(lockstep)
+        simulator = agent.simulator
+        if agent.model is not None and simulator.motion is not agent.track:
+            agent.model = agent.track = None  # placed by the control channel: take over from there
+        if agent.model is None:
+            if held is None:
+                return  # it drives its route (or holds) until the first command
+            before = t - 1.0 / PHYSICS_HZ
+            x, y, yaw, speed = simulator.planar_state(before)
+            agent.model = VehicleModel(VEHICLE_PARAMS[agent.spec.vehicle],
+                                       VehicleState(x, y, yaw, speed_mps=speed))
+            agent.track = DrivenMotion(DriveKnot(before, x, y, yaw, speed, 0.0))
+            simulator.place(agent.track)
+        model, track = agent.model, agent.track
+        assert track is not None
+        now = model.state
+        state = model.step(held.command if held is not None else RELEASED, 1.0 / PHYSICS_HZ,
+                           simulator.grade(now.x, now.y, now.yaw))
+        rate = state.speed_mps * math.tan(state.steer_rad) / model.params.wheelbase_m
+        track.add(DriveKnot(t, state.x, state.y, state.yaw, state.speed_mps, rate))
+        agent.command_stamp_s = held.stamp_s if held is not None else None
+
+    def _stop_driving(self, agent: _Agent) -> None:
+        agent.model = agent.track = None
+        agent.command_stamp_s = None
+        if agent.vehicle_bridge is not None:
+            agent.vehicle_bridge.forget()
+
+    def _vehicle_report(self, agent: _Agent, step: int, t: float) -> dict[str, Any]:
+        """What the Vehicle Bridge reports of this step (the messages: doc/fake-game.md)."""
+        model = agent.model
+        base = {"step": step, "time_s": t, "vehicle_time_s": t + agent.clock_lead_s,
+                "driven": model is not None, "command_stamp_s": agent.command_stamp_s}
+        if model is not None:
+            s, c = model.state, model.command
+            return {**base, "steer_rad": s.steer_rad, "steer_request_rad": c.steer_request_rad,
+                    "throttle": c.throttle, "brake": c.brake, "direction": s.direction, "gear": s.gear,
+                    "speed_mps": s.speed_mps, "yaw_rate": s.yaw_rate,
+                    "wheel_speeds_rad_s": list(model.wheel_speeds()), "rpm": model.rpm()}
+        # On its route: what the chassis does there, as a model in that state would report it.
+        kin = agent.simulator.kinematics(t)
+        speed, rate = float(kin.velocity_body[0]), float(kin.angular_rate_body[2])
+        params = VEHICLE_PARAMS[agent.spec.vehicle]
+        steer = math.atan(params.wheelbase_m * rate / speed) if abs(speed) > 0.1 else 0.0
+        shadow = VehicleModel(params, VehicleState(0.0, 0.0, 0.0, speed_mps=speed, steer_rad=steer))
+        return {**base, "steer_rad": steer, "steer_request_rad": steer, "throttle": 0.0, "brake": 0.0,
+                "direction": 1, "gear": "drive", "speed_mps": speed, "yaw_rate": rate,
+                "wheel_speeds_rad_s": list(shadow.wheel_speeds()), "rpm": shadow.rpm()}
 
     def _submit(self, agent: _Agent, kind: FrameType, t: float, size: int) -> None:
         stream = agent.stream

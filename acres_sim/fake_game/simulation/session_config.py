@@ -17,6 +17,7 @@ class AgentSpec:
     agent: str
     vehicle: str
     port: int
+    vehicle_port: int | None = None  # its Vehicle Bridge (0 = a free port); None: it drives its route
 
 
 @dataclass(frozen=True)
@@ -41,12 +42,14 @@ class SessionConfig:
         names = [a.agent for a in self.agents]
         if len(set(names)) != len(names):
             raise ValueError(f"agent names must be unique, got {names}")
-        ports = [a.port for a in self.agents if a.port != 0]
+        ports = [p for a in self.agents for p in (a.port, a.vehicle_port) if p]
         if len(set(ports)) != len(ports):
-            raise ValueError(f"ports must be unique, got {ports}")
+            raise ValueError(f"stream and vehicle ports must all differ, got {ports}")
         for a in self.agents:
             if not 0 <= a.port <= 65535:
                 raise ValueError(f"port of agent {a.agent} must be 1-65535, got {a.port}")
+            if a.vehicle_port is not None and not 0 <= a.vehicle_port <= 65535:
+                raise ValueError(f"vehicle port of agent {a.agent} must be 1-65535, got {a.vehicle_port}")
             if not a.agent or any(c.isspace() for c in a.agent):
                 raise ValueError(f"agent name {a.agent!r} must be non-empty without spaces")
         if self.flavor not in FLAVORS:
@@ -66,9 +69,10 @@ class SessionConfig:
 VEHICLE_NAMES = ("polaris", "maxxum")  # as vehicles.VEHICLES; kept here so --help is cheap
 
 
-def agent_specs(ports: Sequence[int], vehicles: Sequence[str],
-                agents: Sequence[str] | None = None) -> tuple[AgentSpec, ...]:
-    """One AgentSpec per port; agent names default to the vehicle names."""
+def agent_specs(ports: Sequence[int], vehicles: Sequence[str], agents: Sequence[str] | None = None,
+                vehicle_ports: Sequence[int] | None = None) -> tuple[AgentSpec, ...]:
+    """One AgentSpec per port; agent names default to the vehicle names; vehicle_ports (one per
+    port, or none at all) open each agent's Vehicle Bridge."""
     if len(vehicles) != len(ports):
         raise ValueError(f"{len(ports)} port(s) but {len(vehicles)} vehicle(s): give one vehicle per port")
     for vehicle in vehicles:
@@ -79,4 +83,7 @@ def agent_specs(ports: Sequence[int], vehicles: Sequence[str],
         raise ValueError(f"{len(ports)} port(s) but {len(names)} agent name(s)")
     if len(set(names)) != len(names):
         raise ValueError(f"agent names must be unique, got {names} (give --agents)")
-    return tuple(AgentSpec(a, v, p) for a, v, p in zip(names, vehicles, ports))
+    if vehicle_ports and len(vehicle_ports) != len(ports):
+        raise ValueError(f"{len(ports)} port(s) but {len(vehicle_ports)} vehicle port(s): give one per agent")
+    drive = list(vehicle_ports) if vehicle_ports else [None] * len(ports)
+    return tuple(AgentSpec(a, v, p, d) for a, v, p, d in zip(names, vehicles, ports, drive))

@@ -1,8 +1,9 @@
 """One agent of the synthetic world: its pose on the loop and its INS, LiDAR and camera outputs.
 
 Everything is a function of the world time t (the stream's stamp) and the seed:
-* the truth pose is a pure function of t and of the agent's motion: driving its route from a
-  start time (RouteMotion), or held where the control channel put it (HeldMotion);
+* the truth pose is a function of t and of the agent's motion: driving its route from a start time
+  (RouteMotion), held where the control channel put it (HeldMotion), or driven by its vehicle
+  model through the Vehicle Bridge (DrivenMotion: the track of the steps so far);
 * the INS error state advances with each epoch, so ins_values() must be called in increasing t;
 * the noise of a LiDAR scan or a camera image is seeded from (seed, agent, sensor, stamp), so a
   frame is the same whichever thread renders it, in whatever order, and whether others were dropped.
@@ -22,7 +23,7 @@ from acres_sim.stream.protocol import Hello, column_firing_offsets
 from acres_sim.rotations import matrix_to_quaternion
 
 from acres_sim.fake_game.world.georef import Georeference
-from acres_sim.fake_game.world.motion import HeldMotion, Motion, RouteMotion
+from acres_sim.fake_game.world.motion import DrivenMotion, HeldMotion, Motion, RouteMotion
 from acres_sim.fake_game.world.route import DriveProfile
 from acres_sim.fake_game.world.scene import Scene, default_scene
 from acres_sim.fake_game.simulation.sensors import CameraModel, InsModel, Kinematics, LidarModel, Pose
@@ -121,21 +122,43 @@ class AgentSimulator:
         motion = self._motion if motion is None else motion
         if isinstance(motion, HeldMotion):
             return motion.pose(t)
+        if isinstance(motion, DrivenMotion):
+            return self.on_ground(*motion.planar(t))
         distance, _speed, _accel = self.drive.state(t - motion.start_s)
         s = self.route.sample(self.start_offset_m + distance)
+        return self.on_ground(s.x, s.y, s.yaw)
+
+    def on_ground(self, x: float, y: float, yaw: float) -> tuple[np.ndarray, np.ndarray]:
+        """base_footprint at (x, y) heading yaw, standing on the ground: position and rotation."""
         terrain = self.scene.terrain
-        z, gx, gy = (0.0, 0.0, 0.0) if terrain is None else terrain.at(s.x, s.y)
+        z, gx, gy = (0.0, 0.0, 0.0) if terrain is None else terrain.at(x, y)
         # plain floats: this runs for every INS epoch and sweep knot, three times for the rates
         k = 1.0 / math.sqrt(1.0 + gx * gx + gy * gy)
         ux, uy, uz = -gx * k, -gy * k, k  # the ground's normal
-        hx, hy = math.cos(s.yaw), math.sin(s.yaw)
+        hx, hy = math.cos(yaw), math.sin(yaw)
         # forward: the heading lifted onto the ground's plane, the direction the body moves in
         fx, fy, fz = hx, hy, gx * hx + gy * hy
         n = 1.0 / math.sqrt(fx * fx + fy * fy + fz * fz)
         fx, fy, fz = fx * n, fy * n, fz * n
         lx, ly, lz = uy * fz - uz * fy, uz * fx - ux * fz, ux * fy - uy * fx  # up x forward
-        return (np.array([s.x, s.y, z]),
+        return (np.array([x, y, z]),
                 np.array([[fx, lx, ux], [fy, ly, uy], [fz, lz, uz]]))
+
+    def grade(self, x: float, y: float, yaw: float) -> float:
+        """The ground's slope along the heading at (x, y): rise over run, + uphill."""
+        terrain = self.scene.terrain
+        if terrain is None:
+            return 0.0
+        _z, gx, gy = terrain.at(x, y)
+        return gx * math.cos(yaw) + gy * math.sin(yaw)
+
+    def planar_state(self, t: float) -> tuple[float, float, float, float]:
+        """x, y, heading and signed speed along the heading of base_footprint at world time t, in
+        whatever motion it is: where a vehicle model takes over."""
+        kin = self.kinematics(t)
+        rotation = kin.rotation
+        return (float(kin.position[0]), float(kin.position[1]),
+                math.atan2(rotation[1, 0], rotation[0, 0]), float(kin.velocity_body[0]))
 
     def kinematics(self, t: float, dt: float = 1e-3) -> Kinematics:
         """Motion of base_footprint at world time t. Rates from central differences over +-dt of the

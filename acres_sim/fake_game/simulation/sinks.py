@@ -7,8 +7,10 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
+from acres_sim.fake_game.simulation.vehicle_model import VehicleCommand, VehicleParams
 from acres_sim.stream.protocol import FrameType, Hello
 
 LogFn = Callable[[str], None]
@@ -43,3 +45,37 @@ class FrameSink(Protocol):
 # (agent name, port, Hello, the world time now) -> the agent's open stream, or None when it could
 # not be opened (the session goes on without that agent).
 OpenStream = Callable[[str, int, Hello, Callable[[], float]], "FrameSink | None"]
+
+
+@dataclass(frozen=True)
+class HeldCommand:
+    """The command a Vehicle Bridge holds for its vehicle: what the client sent last, the world time
+    it stamped it with (None: unstamped), and whether the bridge released it (a silent client)."""
+
+    command: VehicleCommand
+    stamp_s: float | None
+    released: bool = False
+
+
+class VehicleSink(Protocol):
+    """One agent's Vehicle Bridge as the session sees it: commands come out, reports go in."""
+
+    port: int
+
+    @property
+    def connected(self) -> bool: ...
+
+    def held_command(self, lockstep: bool) -> HeldCommand | None: ...
+
+    def forget(self) -> None: ...
+
+    def report(self, fields: dict[str, Any]) -> None: ...
+
+    def barrier(self, step: int, time_s: float) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+# (agent name, vehicle, port, the vehicle's parameters) -> its open Vehicle Bridge, or None when it
+# could not be opened (the agent then drives its route).
+OpenVehicle = Callable[[str, str, int, VehicleParams], "VehicleSink | None"]

@@ -1,0 +1,217 @@
+"""One agent's Vehicle Bridge: the game side of the drive-by-wire socket (ROS-free).
+
+The seed pages name this socket (the JSON RL bridge) but not its messages, so the fake game defines
+them (doc/fake-game.md has the table); acres_sim.game.vehicle_client is the one module that speaks
+them. Newline-delimited JSON objects on 127.0.0.1, one client at a time (the next one waits in the
+listen queue):
+
+game -> client
+    {"type": "hello", "agent", "vehicle", "physics_hz", "params": {wheelbase_m, ...}}   on connect
+    {"type": "report", "step", "time_s", "vehicle_time_s", "driven", "command_stamp_s",
+     "steer_rad", "steer_request_rad", "throttle", "brake", "direction", "gear", "speed_mps",
+     "yaw_rate", "wheel_speeds_rad_s": [fl, fr, rl, rr], "rpm"}                          every step
+    {"type": "barrier", "step", "time_s"}             after each lockstep step request, after its reports
+    {"type": "error", "code": "bad_request", "error": "..."}                  a refused line; it goes on
+client -> game
+    {"type": "command", "stamp_s", "steer_request_rad", "throttle", "brake", "gear"}
+
+The session applies the latest command at each physics step (zero-order hold). A client's first
+command takes the vehicle off its route. Outside lockstep a client that sends nothing for
+WATCHDOG_S of wall time is braked to a stop (the game brakes a client that is slow in wall-clock
+time); in lockstep it is not (the world waits for it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from acres_sim.fake_game.simulation.sinks import HeldCommand, LogFn, OpenVehicle, stdout_log
+from acres_sim.fake_game.simulation.vehicle_model import VehicleCommand, VehicleParams
+from acres_sim.fake_game.sockets.listener import accept_loop, listen_loopback
+from acres_sim.stream.lines import TOO_LONG, read_lines
+from acres_sim.stream.protocol import PHYSICS_HZ
+
+WATCHDOG_S = 0.5
+MAX_LINE_BYTES = 16 * 1024  # a longer line is refused and skipped: memory stays bounded
+MAX_QUEUED_LINES = 1200  # reports of 10 s; beyond that the oldest reports are dropped, never a barrier
+_POLL_S = 0.1
+
+
+class VehicleServer:
+    """The Vehicle Bridge of one agent. report() and barrier() may be called from any thread."""
+
+    def __init__(self, agent: str, vehicle: str, port: int, params: VehicleParams, physics_hz: int, *,
+                 log: LogFn = stdout_log):
+        self.agent = agent
+        self.vehicle = vehicle
+        self.port = port
+        self._hello = json.dumps({"type": "hello", "agent": agent, "vehicle": vehicle,
+                                  "physics_hz": physics_hz, "params": params.as_dict()}) + "\n"
+        self._log = log
+        self._lock = threading.Condition()
+        self._queue: deque[tuple[bytes, bool]] = deque()  # (line, droppable)
+        self._held: HeldCommand | None = None
+        self._last_line = 0.0  # monotonic time of the client's last line
+        self._connected = False
+        self._stop = threading.Event()
+        self._listener: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self.dropped_reports = 0
+        self.refused_lines = 0
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> bool:
+        listener = listen_loopback(self.port, backlog=4)
+        if listener is None:
+            self._log(f"ACRES_VEHICLE_BRIDGE_LISTEN_FAILED agent={self.agent} port={self.port}")
+            return False
+        self.port = listener.getsockname()[1]
+        self._listener = listener
+        self._log(f"ACRES_VEHICLE_BRIDGE_LISTENING agent={self.agent} port={self.port}")
+        self._thread = threading.Thread(target=accept_loop, args=(listener, self._stop, self._serve),
+                                        name=f"vehicle-{self.agent}", daemon=True)
+        self._thread.start()
+        return True
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            self._lock.notify_all()
+        if self._thread is not None:
+            self._thread.join(2.0)
+        if self._listener is not None:
+            self._listener.close()
+
+    @property
+    def connected(self) -> bool:
+        return self._connected
+
+    # -- the session's side ---------------------------------------------------------------------
+
+    def held_command(self, lockstep: bool) -> HeldCommand | None:
+        """The latest command (None before a client's first). Outside lockstep (the world held or
+        stepping), a client silent for WATCHDOG_S of wall time, or gone, gets the brakes."""
+        with self._lock:
+            held = self._held
+            if held is None:
+                return None
+            silent = not self._connected or time.monotonic() - self._last_line > WATCHDOG_S
+            if silent and not lockstep:
+                braked = VehicleCommand(steer_request_rad=held.command.steer_request_rad, brake=1.0,
+                                        gear=held.command.gear)
+                return HeldCommand(braked, held.stamp_s, released=True)
+            return held
+
+    def forget(self) -> None:
+        """A STATE reset: the vehicle drives its route again until the next command."""
+        with self._lock:
+            self._held = None
+
+    def report(self, fields: dict[str, Any]) -> None:
+        self._send({"type": "report", **fields}, droppable=True)
+
+    def barrier(self, step: int, time_s: float) -> None:
+        self._send({"type": "barrier", "step": step, "time_s": time_s}, droppable=False)
+
+    def _send(self, message: dict[str, Any], droppable: bool) -> None:
+        line = (json.dumps(message, allow_nan=False) + "\n").encode()
+        with self._lock:
+            if not self._connected:
+                return
+            if len(self._queue) >= MAX_QUEUED_LINES:
+                for index, (_, can_drop) in enumerate(self._queue):
+                    if can_drop:
+                        del self._queue[index]
+                        self.dropped_reports += 1
+                        break
+            self._queue.append((line, droppable))
+            self._lock.notify()
+
+    # -- the client -----------------------------------------------------------------------------
+
+    def _serve(self, conn: socket.socket) -> None:
+        with self._lock:
+            self._queue.clear()
+            self._connected = True
+            self._last_line = time.monotonic()
+        self._log(f"ACRES_VEHICLE_BRIDGE_CONNECTED agent={self.agent} port={self.port}")
+        reader = threading.Thread(target=self._read, args=(conn,), name=f"vehicle-{self.agent}-in",
+                                  daemon=True)
+        try:
+            conn.sendall(self._hello.encode())
+            reader.start()
+            while not self._stop.is_set() and reader.is_alive():
+                with self._lock:
+                    if not self._queue:
+                        self._lock.wait(_POLL_S)
+                    lines = [line for line, _ in self._queue]
+                    self._queue.clear()
+                if lines:
+                    conn.sendall(b"".join(lines))
+        except OSError:
+            pass
+        finally:
+            with self._lock:
+                self._connected = False
+                self._queue.clear()
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            conn.close()
+            if reader.is_alive():
+                reader.join(1.0)
+            self._log(f"ACRES_VEHICLE_BRIDGE_DISCONNECTED agent={self.agent} port={self.port}")
+
+    def _read(self, conn: socket.socket) -> None:
+        for line in read_lines(conn, self._stop, MAX_LINE_BYTES):
+            if line is TOO_LONG:
+                self._refuse(f"a line longer than {MAX_LINE_BYTES} bytes")
+            else:
+                self._take(line)
+
+    def _take(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+            if not isinstance(message, dict) or message.get("type") != "command":
+                raise ValueError('expected {"type": "command", ...}')
+            command = VehicleCommand(steer_request_rad=_number(message, "steer_request_rad"),
+                                     throttle=_number(message, "throttle"), brake=_number(message, "brake"),
+                                     gear=str(message.get("gear", "drive")))
+            stamp = message.get("stamp_s")
+            if stamp is not None and not (isinstance(stamp, (int, float)) and math.isfinite(stamp)):
+                raise ValueError(f"stamp_s must be a finite number, got {stamp!r}")
+        except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
+            self._refuse(str(exc))
+            return
+        with self._lock:
+            self._held = HeldCommand(command, None if stamp is None else float(stamp))
+            self._last_line = time.monotonic()
+
+    def _refuse(self, why: str) -> None:
+        self.refused_lines += 1
+        self._send({"type": "error", "code": "bad_request", "error": why}, droppable=False)
+
+
+def _number(message: dict[str, Any], name: str) -> float:
+    value = message.get(name, 0.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
+def vehicle_opener(log: LogFn = stdout_log) -> OpenVehicle:
+    """How a session opens its agents' Vehicle Bridges: a VehicleServer on each vehicle port."""
+
+    def open_vehicle(agent: str, vehicle: str, port: int, params: VehicleParams) -> VehicleServer | None:
+        server = VehicleServer(agent, vehicle, port, params, PHYSICS_HZ, log=log)
+        return server if server.start() else None  # LISTEN_FAILED was logged
+
+    return open_vehicle

@@ -1,0 +1,241 @@
+"""The game's Vehicle Bridge as Python calls and callbacks (ROS-free): the one place that speaks its
+protocol (fake_game's messages, doc/fake-game.md), so that the real game's is a change here.
+
+VehicleClient connects to one agent's Vehicle Bridge on 127.0.0.1 (again after it broke, with
+backoff), hands on the vehicle's parameters once per connection, every report and every lockstep
+barrier, in arrival order, on its reader thread; send() forwards a command. Bad lines are counted
+and logged once per kind, and the stream goes on; a line longer than MAX_LINE_BYTES is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from acres_sim.stream.client import Backoff, LogLimiter
+from acres_sim.stream.lines import TOO_LONG, read_lines
+from acres_sim.stream.loopback import require_loopback
+
+_LOG = logging.getLogger("acres_sim.game.vehicle_client")
+MAX_LINE_BYTES = 64 * 1024
+GEARS = ("park", "reverse", "neutral", "drive")
+
+
+@dataclass(frozen=True)
+class VehicleInfo:
+    """The vehicle as the game describes it once per connection."""
+
+    agent: str
+    vehicle: str
+    physics_hz: int
+    wheelbase_m: float
+    track_m: float
+    wheel_radius_m: float
+    max_steer_rad: float  # road-wheel angle, either side
+    steering_ratio: float  # steering-wheel angle / road-wheel angle
+    max_speed_mps: float
+    max_reverse_mps: float
+
+
+@dataclass(frozen=True)
+class VehicleReport:
+    """One physics step of the vehicle. Times are world time (the sensor stream's stamps)."""
+
+    step: int
+    time_s: float
+    driven: bool  # False while the vehicle still drives its route (no command yet)
+    command_stamp_s: float | None  # the stamp of the command applied in this step
+    steer_rad: float
+    steer_request_rad: float
+    throttle: float
+    brake: float
+    direction: int  # +1 forward, -1 reverse
+    gear: str
+    speed_mps: float  # signed along the heading
+    yaw_rate: float
+    wheel_speeds_rad_s: tuple[float, float, float, float]  # front left, front right, rear left, right
+    rpm: float
+
+
+@dataclass(frozen=True)
+class VehicleCommand:
+    """What the vehicle is asked to do from now on (the game holds it until the next)."""
+
+    stamp_s: float | None  # the world time the sender meant it for
+    steer_request_rad: float  # road-wheel angle, + left
+    throttle: float  # 0..1
+    brake: float  # 0..1
+    gear: str  # park | reverse | neutral | drive
+
+    def __post_init__(self) -> None:
+        if self.gear not in GEARS:
+            raise ValueError(f"gear must be one of {', '.join(GEARS)}, got {self.gear!r}")
+        for name in ("steer_request_rad", "throttle", "brake"):
+            if not math.isfinite(getattr(self, name)):
+                raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}")
+        for name in ("throttle", "brake"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be 0..1, got {getattr(self, name)!r}")
+
+
+class VehicleProtocolError(ValueError):
+    """A line of the Vehicle Bridge this client cannot use."""
+
+
+def _float(doc: dict[str, Any], name: str) -> float:
+    value = doc.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise VehicleProtocolError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def parse_info(doc: dict[str, Any]) -> VehicleInfo:
+    params = doc.get("params")
+    if not isinstance(params, dict):
+        raise VehicleProtocolError("hello without params")
+    return VehicleInfo(
+        agent=str(doc.get("agent", "")), vehicle=str(doc.get("vehicle", "")),
+        physics_hz=int(_float(doc, "physics_hz")),
+        **{name: _float(params, name) for name in (
+            "wheelbase_m", "track_m", "wheel_radius_m", "max_steer_rad", "steering_ratio", "max_speed_mps",
+            "max_reverse_mps")})
+
+
+def parse_report(doc: dict[str, Any]) -> VehicleReport:
+    wheels = doc.get("wheel_speeds_rad_s")
+    if not isinstance(wheels, list) or len(wheels) != 4:
+        raise VehicleProtocolError(f"wheel_speeds_rad_s must be 4 numbers, got {wheels!r}")
+    stamp = doc.get("command_stamp_s")
+    gear = doc.get("gear")
+    if gear not in GEARS:
+        raise VehicleProtocolError(f"gear {gear!r} is not one of {', '.join(GEARS)}")
+    return VehicleReport(
+        step=int(_float(doc, "step")), time_s=_float(doc, "time_s"), driven=bool(doc.get("driven")),
+        command_stamp_s=None if stamp is None else _float(doc, "command_stamp_s"),
+        steer_rad=_float(doc, "steer_rad"), steer_request_rad=_float(doc, "steer_request_rad"),
+        throttle=_float(doc, "throttle"), brake=_float(doc, "brake"),
+        direction=-1 if _float(doc, "direction") < 0 else 1, gear=gear, speed_mps=_float(doc, "speed_mps"),
+        yaw_rate=_float(doc, "yaw_rate"),
+        wheel_speeds_rad_s=tuple(_float({"w": w}, "w") for w in wheels),  # type: ignore[arg-type]
+        rpm=_float(doc, "rpm"))
+
+
+class VehicleClient:
+    """One agent's Vehicle Bridge. The callbacks run on the reader thread, in arrival order."""
+
+    def __init__(self, port: int, *, on_info: Callable[[VehicleInfo], None],
+                 on_report: Callable[[VehicleReport], None], on_barrier: Callable[[int, float], None],
+                 host: str = "127.0.0.1", reconnect_min_s: float = 0.5, reconnect_max_s: float = 5.0,
+                 logger: logging.Logger | None = None):
+        self.host = require_loopback(host)
+        self.port = int(port)
+        self._on_info, self._on_report, self._on_barrier = on_info, on_report, on_barrier
+        self._backoff = Backoff(reconnect_min_s, reconnect_max_s)
+        self._log = logger if logger is not None else _LOG
+        self._faults = LogLimiter()
+        self._stop = threading.Event()
+        self._sock_lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self.bad_lines = 0
+        self.connected = False
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"vehicle-client-{self.port}", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 1.0) -> None:
+        self._stop.set()
+        with self._sock_lock:
+            if self._sock is not None:
+                try:
+                    self._sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def send(self, command: VehicleCommand) -> bool:
+        """Forward a command; False when there is no connection (the command is not kept)."""
+        line = json.dumps({"type": "command", "stamp_s": command.stamp_s,
+                           "steer_request_rad": command.steer_request_rad, "throttle": command.throttle,
+                           "brake": command.brake, "gear": command.gear}).encode() + b"\n"
+        with self._sock_lock:
+            if self._sock is None:
+                return False
+            try:
+                self._sock.sendall(line)
+                return True
+            except OSError:
+                return False
+
+    # -- reader thread ----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        reported_down = False
+        while not self._stop.is_set():
+            try:
+                sock = socket.create_connection((self.host, self.port), timeout=2.0)
+            except OSError as exc:
+                if not reported_down:
+                    self._log.warning(f"Vehicle Bridge {self.host}:{self.port} not reachable ({exc}); "
+                                      "trying again")
+                    reported_down = True
+                self._stop.wait(self._backoff.next_delay())
+                continue
+            reported_down = False
+            self._backoff.reset()
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.settimeout(None)
+            with self._sock_lock:
+                self._sock = sock
+            self.connected = True
+            self._log.info(f"Vehicle Bridge connected to {self.host}:{self.port}")
+            try:
+                self._read(sock)
+            finally:
+                self.connected = False
+                with self._sock_lock:
+                    self._sock = None
+                sock.close()
+            if not self._stop.is_set():
+                self._log.warning(f"Vehicle Bridge {self.host}:{self.port} disconnected; connecting again")
+                self._stop.wait(self._backoff.next_delay())
+
+    def _read(self, sock: socket.socket) -> None:
+        for line in read_lines(sock, self._stop, MAX_LINE_BYTES):
+            if line is TOO_LONG:
+                self._bad("too long", f"a line longer than {MAX_LINE_BYTES} bytes, skipped")
+            else:
+                self._handle(line)
+
+    def _handle(self, line: bytes) -> None:
+        try:
+            doc = json.loads(line)
+            if not isinstance(doc, dict):
+                raise VehicleProtocolError("a line that is not a JSON object")
+            kind = doc.get("type")
+            if kind == "report":
+                self._on_report(parse_report(doc))
+            elif kind == "barrier":
+                self._on_barrier(int(_float(doc, "step")), _float(doc, "time_s"))
+            elif kind == "hello":
+                self._on_info(parse_info(doc))
+            elif kind == "error":
+                self._bad("refused", f"the Vehicle Bridge refused a command: {doc.get('error')}")
+            else:
+                raise VehicleProtocolError(f"unknown message type {kind!r}")
+        except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
+            self._bad(type(exc).__name__, f"Vehicle Bridge line not used: {exc}")
+
+    def _bad(self, key: str, message: str) -> None:
+        self.bad_lines += 1
+        silenced = self._faults.allow(key)
+        if silenced is not None:
+            self._log.warning(message + (f" ({silenced} more like it)" if silenced else ""))
