@@ -143,7 +143,6 @@ class VehicleClient:
         self._sock_lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
-        self.bad_lines = 0
         self.connected = False
 
     def start(self) -> None:
@@ -235,7 +234,6 @@ class VehicleClient:
             self._bad(type(exc).__name__, f"Vehicle Bridge line not used: {exc}")
 
     def _bad(self, key: str, message: str) -> None:
-        self.bad_lines += 1
         silenced = self._faults.allow(key)
         if silenced is not None:
             self._log.warning(message + (f" ({silenced} more like it)" if silenced else ""))

@@ -49,12 +49,11 @@ OpenStream = Callable[[str, int, Hello, Callable[[], float]], "FrameSink | None"
 
 @dataclass(frozen=True)
 class HeldCommand:
-    """The command a Vehicle Bridge holds for its vehicle: what the client sent last, the world time
-    it stamped it with (None: unstamped), and whether the bridge released it (a silent client)."""
+    """The command a Vehicle Bridge holds for its vehicle: what the client sent last (or the brakes,
+    for a silent client), and the world time the client stamped it with (None: unstamped)."""
 
     command: VehicleCommand
     stamp_s: float | None
-    released: bool = False
 
 
 class VehicleSink(Protocol):

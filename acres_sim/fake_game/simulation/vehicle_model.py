@@ -11,7 +11,7 @@ commands from the same state give the same trajectory, bit for bit.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 GRAVITY = 9.80665
 STANDSTILL_MPS = 0.01  # below this a vehicle is at rest: a change of direction may happen
@@ -173,10 +173,6 @@ class VehicleModel:
         self.state = VehicleState(x=s.x + dx, y=s.y + dy, yaw=s.yaw + dyaw, speed_mps=v_new,
                                   steer_rad=steer, gear=gear, yaw_rate=yaw_rate)
         return self.state
-
-    def reset(self, state: VehicleState) -> None:
-        self.state = replace(state)
-        self.command = RELEASED
 
     def wheel_speeds(self) -> tuple[float, float, float, float]:
         """Front left, front right, rear left, rear right, rad/s (signed with the motion): each

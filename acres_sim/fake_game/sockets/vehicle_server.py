@@ -62,8 +62,6 @@ class VehicleServer:
         self._stop = threading.Event()
         self._listener: socket.socket | None = None
         self._thread: threading.Thread | None = None
-        self.dropped_reports = 0
-        self.refused_lines = 0
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -106,7 +104,7 @@ class VehicleServer:
             if silent and not lockstep:
                 braked = VehicleCommand(steer_request_rad=held.command.steer_request_rad, brake=1.0,
                                         gear=held.command.gear)
-                return HeldCommand(braked, held.stamp_s, released=True)
+                return HeldCommand(braked, held.stamp_s)
             return held
 
     def forget(self) -> None:
@@ -129,7 +127,6 @@ class VehicleServer:
                 for index, (_, can_drop) in enumerate(self._queue):
                     if can_drop:
                         del self._queue[index]
-                        self.dropped_reports += 1
                         break
             self._queue.append((line, droppable))
             self._lock.notify()
@@ -196,7 +193,6 @@ class VehicleServer:
             self._last_line = time.monotonic()
 
     def _refuse(self, why: str) -> None:
-        self.refused_lines += 1
         self._send({"type": "error", "code": "bad_request", "error": why}, droppable=False)
 
 

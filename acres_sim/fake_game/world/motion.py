@@ -60,7 +60,7 @@ class DriveKnot:
 
 
 class DrivenMotion:
-    """Driven by the vehicle model from world time since_s: the planar track, one knot per physics
+    """Driven by the vehicle model: the planar track, one knot per physics
     step. Between knots it is a cubic Hermite curve through their positions and velocities (smooth,
     so that the INS's finite differences see the real accelerations); after the last knot it goes on
     along the arc of its speed and yaw rate; before the first it stands there. Only the latest
@@ -70,7 +70,6 @@ class DrivenMotion:
     KEEP_S = 3.0
 
     def __init__(self, first: DriveKnot):
-        self.since_s = first.t
         self._knots: list[DriveKnot] = [first]
         self._times: list[float] = [first.t]
         self._lock = threading.Lock()
@@ -84,11 +83,6 @@ class DrivenMotion:
             if knot.t - self._times[0] > 2.0 * self.KEEP_S:  # trim now and then, not every step
                 cut = bisect.bisect_left(self._times, knot.t - self.KEEP_S)
                 del self._knots[:cut], self._times[:cut]
-
-    @property
-    def last(self) -> DriveKnot:
-        with self._lock:
-            return self._knots[-1]
 
     def shifted(self, dt: float) -> DrivenMotion:
         with self._lock:
