@@ -29,6 +29,7 @@ setup(
             "fake_game = acres_sim.nodes.fake_game:main",
             "snapshot = acres_sim.viewer.snapshot:main",
             "sim_control = acres_sim.nodes.sim_control:main",
+            "vehicle_bridge = acres_sim.nodes.vehicle_bridge:main",
         ],
     },
 )

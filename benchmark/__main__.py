@@ -20,6 +20,10 @@ Measurements (names for --only):
             step's cloud, image and odometry from its own subscriptions) against a learner on the
             control channel alone, one and two agents, a reliable subscriber on every topic; with
             the users' default readers and with everyone loading the bridge's profile
+  driving   the command latency in real time (publish -> the vehicle holds it -> the steering
+            report shows it), and the lockstep steps/s of a ROS-only learner that publishes an
+            Ackermann command before every one-step step_simulation, beside the same learner
+            stepping without commands; one and two agents
   fakegame  fake_game's CPU for one Polaris in real time with full rendering, and the time from a
             first client's connect to its first 1 s of frames at full rate
   remote    a reliable and a best-effort subscriber on a second host (a network namespace joined
@@ -49,13 +53,14 @@ from benchmark.measure import (
     measure_remote_both,
     measure_throughput,
 )
-from benchmark.measure_control import measure_sim_control
+from benchmark.measure_control import AGENT_SETS, measure_sim_control
+from benchmark.measure_driving import measure_acting_learner, measure_command_latency
 from benchmark.report import machine, print_report
 from benchmark.verdicts import verdicts
 from harness.workload import polaris_period
 
-MEASUREMENTS = ("raw", "ingest", "convert", "polaris", "agents4", "lockstep", "simcontrol", "fakegame",
-                "remote")
+MEASUREMENTS = ("raw", "ingest", "convert", "polaris", "agents4", "lockstep", "simcontrol", "driving",
+                "fakegame", "remote")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,6 +99,10 @@ def main(argv: list[str] | None = None) -> int:
                      f"{n}_{variant}": measure_sim_control(tmp, args.lockstep_requests, n,
                                                            profile=variant == "profile")
                      for n in (1, 2) for variant in ("default", "profile")},
+                 "driving": lambda: {
+                     "latency": measure_command_latency(),
+                     **{f"learner_{n}": measure_acting_learner(args.lockstep_requests, AGENT_SETS[n])
+                        for n in (1, 2)}},
                  "fakegame": lambda: measure_fake_game(args.seconds),
                  "remote": lambda: measure_remote_both(args.seconds, tmp)}
         for name in MEASUREMENTS:

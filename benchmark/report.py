@@ -78,6 +78,21 @@ def print_report(r: dict[str, Any]) -> None:
         facts.add_row(f"step_simulation learner, {agents} agent(s), {label}: ROS / control only",
                       f"{c['ros_steps_per_s']:.0f} / {c['control_steps_per_s']:.0f} steps/s")
         facts.add_row("  call -> answer p50 / p99", f"{c['answer_ms_p50']:.1f} / {c['answer_ms_p99']:.1f} ms")
+    driving = r.get("driving", {})
+    if "latency" in driving:
+        lat = driving["latency"]
+        facts.add_row("command publish -> held by the game p50 / p99 (real time)",
+                      f"{lat['publish_to_held']['p50_ms']:.2f} / {lat['publish_to_held']['p99_ms']:.2f} ms")
+        if "publish_to_steering_report" in lat:
+            rep = lat["publish_to_steering_report"]
+            facts.add_row("command publish -> steering report shows it p50 / p99",
+                          f"{rep['p50_ms']:.2f} / {rep['p99_ms']:.2f} ms")
+    for key, d in driving.items():
+        if key.startswith("learner_"):
+            facts.add_row(f"lockstep learner acting every step, {len(d['agents'])} agent(s): "
+                          "acting / watching",
+                          f"{d['acting_steps_per_s']:.0f} / {d['watching_steps_per_s']:.0f} steps/s "
+                          f"(answer p50 {d['acting_answer_ms_p50']:.1f} ms)")
     if "fakegame" in r:
         g = r["fakegame"]
         facts.add_row("fake_game full rendering CPU", f"{g['cpu_pct']:.0f} % of a core")

@@ -120,6 +120,18 @@ def start_bridge(port: int, domain: int, params: Mapping[str, object] | Iterable
     return Proc(args, ros_env(domain, **(env_extra or {})), f"{name} {namespace or ''}")
 
 
+def start_vehicle_bridge(vehicle_port: int, domain: int, params: Iterable[str] = (),
+                         namespace: str | None = None) -> Proc:
+    """vehicle_bridge in a child process, reconnecting fast; params as ["name:=value", ...]."""
+    args = [sys.executable, "-m", "acres_sim.nodes.vehicle_bridge", "--ros-args",
+            "-p", f"vehicle_port:={vehicle_port}", "-p", "reconnect_min_s:=0.1", "-p", "reconnect_max_s:=0.5"]
+    for item in params:
+        args += ["-p", item]
+    if namespace:
+        args += ["-r", f"__ns:={namespace}"]
+    return Proc(args, ros_env(domain), f"vehicle_bridge {namespace or ''}")
+
+
 def start_module(module: str, args: list[str], domain: int, profile: bool = False) -> Proc:
     env = ros_env(domain)
     if profile:  # a user process that loads the shipped Fast DDS profile file

@@ -4,6 +4,8 @@
     ros2 launch acres_sim bridge.launch.py agents:=polaris,maxxum ports:=5601,5602 fake_game:=true rviz:=true
     ros2 launch acres_sim bridge.launch.py agents:=polaris,maxxum ports:=5601,5602 fake_game:=true \
         lockstep:=true control_port:=5700
+    ros2 launch acres_sim bridge.launch.py agents:=polaris,maxxum ports:=5601,5602 fake_game:=true \
+        lockstep:=true control_port:=5700 vehicle_ports:=5611,5612
 
 The comma lists are split at launch time (OpaqueFunction); the planning itself is
 acres_sim.launch_plan.plan_launch, plain Python that the tests run without launch installed.
@@ -30,6 +32,8 @@ ARGUMENTS = (
     ("log_level", "info", "Log level of the started nodes: debug, info, warn, error, fatal."),
     ("control_port", "0", "Control channel port: > 0 starts sim_control (and fake_game opens the channel)."),
     ("lockstep", "false", "true: fake_game starts held; the world moves on step requests (control_port)."),
+    ("vehicle_ports", "", "Vehicle Bridge ports, comma separated, one per agent: a vehicle_bridge each."),
+    ("vehicle_bridge_params_file", config_file("vehicle_bridge.yaml"), "vehicle_bridge parameters file."),
 )
 
 
@@ -38,7 +42,8 @@ def _nodes(context):
     plan = plan_launch(agents=value["agents"], ports=value["ports"], host=value["host"],
                        fake_game=value["fake_game"], rviz=value["rviz"], use_sim_time=value["use_sim_time"],
                        log_level=value["log_level"], vehicles=value["vehicles"],
-                       control_port=value["control_port"], lockstep=value["lockstep"])
+                       control_port=value["control_port"], lockstep=value["lockstep"],
+                       vehicle_ports=value["vehicle_ports"])
     log_args = ["--ros-args", "--log-level", plan.log_level]
     actions = []
     if plan.fake_game is not None:
@@ -49,6 +54,11 @@ def _nodes(context):
         actions.append(Node(package="acres_sim", executable="sim_bridge", name="sim_bridge",
                             namespace=bridge.namespace, output="screen",
                             parameters=[value["params_file"], bridge.parameters(plan.host)],
+                            arguments=log_args))
+    for vehicle in plan.vehicle_bridges:
+        actions.append(Node(package="acres_sim", executable="vehicle_bridge", name="vehicle_bridge",
+                            namespace=vehicle.namespace, output="screen",
+                            parameters=[value["vehicle_bridge_params_file"], vehicle.parameters()],
                             arguments=log_args))
     if plan.sim_control is not None:
         actions.append(Node(package="acres_sim", executable="sim_control", name="sim_control",

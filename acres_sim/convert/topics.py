@@ -18,6 +18,9 @@ INS_ODOM_UTM = "ins/odom_utm"
 GROUND_TRUTH_ODOM = "ground_truth/odom"
 TF = "/tf"
 # The rest of the interface: absolute, or relative like the data topics (SIM_BARRIER).
+VEHICLE_BARRIER = "vehicle/barrier"  # vehicle_bridge: a step's vehicle reports are acknowledged
+VEHICLE_HELD_COMMAND = "vehicle/held_command"  # vehicle_bridge: the stamp of what the vehicle holds
+HELD_AWAITING = "awaiting"  # held_command's source after a reset, until the next command
 TF_STATIC = "/tf_static"
 CLOCK = "/clock"
 DIAGNOSTICS = "/diagnostics"

@@ -91,9 +91,11 @@ class ControlClient:
     def paused(self) -> bool:
         return bool(self.request({"op": "status"})["paused"])
 
-    def reset(self, scope: str) -> None:
-        """scope: time (world clock back to 0), state (agents back to their starts) or all."""
-        self.request({"op": "reset", "scope": scope})
+    def reset(self, scope: str) -> StepDone:
+        """scope: time (world clock back to 0), state (agents back to their starts) or all; the
+        world's step and time after it."""
+        answer = self.request({"op": "reset", "scope": scope})
+        return StepDone(int(answer["step"]), float(answer["time_s"]))
 
     def entities(self) -> list[str]:
         return [str(name) for name in self.request({"op": "entities"})["entities"]]

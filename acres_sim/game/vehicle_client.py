@@ -2,8 +2,9 @@
 protocol (fake_game's messages, doc/fake-game.md), so that the real game's is a change here.
 
 VehicleClient connects to one agent's Vehicle Bridge on 127.0.0.1 (again after it broke, with
-backoff), hands on the vehicle's parameters once per connection, every report and every lockstep
-barrier, in arrival order, on its reader thread; send() forwards a command. Bad lines are counted
+backoff), hands on the vehicle's parameters once per connection, every report, every barrier (after
+each lockstep step request and each reset) and every command the game took (held), in arrival
+order, on its reader thread; send() forwards a command. Bad lines are counted
 and logged once per kind, and the stream goes on; a line longer than MAX_LINE_BYTES is skipped.
 """
 
@@ -15,7 +16,7 @@ import math
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from acres_sim.stream.client import Backoff, LogLimiter
@@ -25,6 +26,7 @@ from acres_sim.stream.loopback import require_loopback
 _LOG = logging.getLogger("acres_sim.game.vehicle_client")
 MAX_LINE_BYTES = 64 * 1024
 GEARS = ("park", "reverse", "neutral", "drive")
+DEFAULT_VEHICLE_PORT = 5611  # the Vehicle Bridge port of a single agent (fake_game --vehicle-ports)
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class VehicleInfo:
     steering_ratio: float  # steering-wheel angle / road-wheel angle
     max_speed_mps: float
     max_reverse_mps: float
+    # Every number the game gave (the model's mass, forces, ...): feed-forward where present.
+    model: dict[str, float] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class VehicleReport:
     yaw_rate: float
     wheel_speeds_rad_s: tuple[float, float, float, float]  # front left, front right, rear left, right
     rpm: float
+    reset: str | None = None  # the report right after a reset of the world: its scope (time, state, all)
 
 
 @dataclass(frozen=True)
@@ -99,12 +104,17 @@ def parse_info(doc: dict[str, Any]) -> VehicleInfo:
     params = doc.get("params")
     if not isinstance(params, dict):
         raise VehicleProtocolError("hello without params")
-    return VehicleInfo(
+    model = {name: float(value) for name, value in params.items()
+             if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)}
+    info = VehicleInfo(
         agent=str(doc.get("agent", "")), vehicle=str(doc.get("vehicle", "")),
         physics_hz=int(_float(doc, "physics_hz")),
         **{name: _float(params, name) for name in (
             "wheelbase_m", "track_m", "wheel_radius_m", "max_steer_rad", "steering_ratio", "max_speed_mps",
-            "max_reverse_mps")})
+            "max_reverse_mps")}, model=model)
+    if min(info.wheelbase_m, info.max_steer_rad, info.steering_ratio, info.max_speed_mps) <= 0.0:
+        raise VehicleProtocolError("hello with a wheelbase, steering or speed limit that is not positive")
+    return info
 
 
 def parse_report(doc: dict[str, Any]) -> VehicleReport:
@@ -123,7 +133,15 @@ def parse_report(doc: dict[str, Any]) -> VehicleReport:
         direction=-1 if _float(doc, "direction") < 0 else 1, gear=gear, speed_mps=_float(doc, "speed_mps"),
         yaw_rate=_float(doc, "yaw_rate"),
         wheel_speeds_rad_s=tuple(_float({"w": w}, "w") for w in wheels),  # type: ignore[arg-type]
-        rpm=_float(doc, "rpm"))
+        rpm=_float(doc, "rpm"), reset=_reset_scope(doc.get("reset")))
+
+
+def _reset_scope(value: Any) -> str | None:
+    if value is None or value is False:
+        return None
+    if value not in ("time", "state", "all"):
+        raise VehicleProtocolError(f"reset must be time, state or all, got {value!r}")
+    return str(value)
 
 
 class VehicleClient:
@@ -131,11 +149,13 @@ class VehicleClient:
 
     def __init__(self, port: int, *, on_info: Callable[[VehicleInfo], None],
                  on_report: Callable[[VehicleReport], None], on_barrier: Callable[[int, float], None],
+                 on_held: Callable[[float | None], None] = lambda stamp_s: None,
                  host: str = "127.0.0.1", reconnect_min_s: float = 0.5, reconnect_max_s: float = 5.0,
                  logger: logging.Logger | None = None):
         self.host = require_loopback(host)
         self.port = int(port)
         self._on_info, self._on_report, self._on_barrier = on_info, on_report, on_barrier
+        self._on_held = on_held
         self._backoff = Backoff(reconnect_min_s, reconnect_max_s)
         self._log = logger if logger is not None else _LOG
         self._faults = LogLimiter()
@@ -224,6 +244,9 @@ class VehicleClient:
                 self._on_report(parse_report(doc))
             elif kind == "barrier":
                 self._on_barrier(int(_float(doc, "step")), _float(doc, "time_s"))
+            elif kind == "held":
+                stamp = doc.get("stamp_s")
+                self._on_held(None if stamp is None else _float(doc, "stamp_s"))
             elif kind == "hello":
                 self._on_info(parse_info(doc))
             elif kind == "error":

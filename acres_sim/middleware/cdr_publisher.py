@@ -17,7 +17,7 @@ import ctypes
 import functools
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 
@@ -183,4 +183,19 @@ def wait_for_all_acked(publishers: Iterable[Any], timeout_s: float,
                 time.sleep(min(_ACK_POLL_S, max(left, 0.0)))
             if left <= 0:
                 return False
+    return True
+
+
+def wait_until_acked(publishers: list[Any], stop: threading.Event,
+                     still_waiting: Callable[[list[str], float], None], report_every_s: float = 1.0) -> bool:
+    """Wait, without a bound, until every sample of `publishers` is acknowledged; every
+    report_every_s, still_waiting(topics that wait, seconds so far). A reader that vanishes is
+    unmatched by the middleware and stops counting. False only once `stop` is set."""
+    start = time.monotonic()
+    while not wait_for_all_acked(publishers, report_every_s, stop):
+        if stop.is_set():
+            return False
+        waiting = [p.topic_name for p in publishers if not wait_for_all_acked([p], 0.0, stop)]
+        if waiting:
+            still_waiting(waiting, time.monotonic() - start)
     return True

@@ -3,7 +3,9 @@
 agents "polaris,maxxum" and ports "5601,5602" -> one sim_bridge per agent in namespace /<agent>;
 frame_prefix "<agent>/" when there is more than one agent; /clock from the first agent only;
 optionally fake_game serving those agents on those ports, sim_control on the control channel
-(control_port > 0; fake_game then opens it, held from the start with lockstep) and rviz2.
+(control_port > 0; fake_game then opens it, held from the start with lockstep), one vehicle_bridge
+per agent (vehicle_ports "5611,5612"; fake_game then opens each agent's Vehicle Bridge there) and
+rviz2.
 """
 
 from __future__ import annotations
@@ -40,25 +42,45 @@ class BridgePlan:
 
 
 @dataclass(frozen=True)
+class VehicleBridgePlan:
+    agent: str
+    vehicle_port: int
+    namespace: str  # "/<agent>", beside the agent's sim_bridge
+    frame_prefix: str
+    lockstep: bool
+
+    def parameters(self) -> dict[str, object]:
+        return {"vehicle_port": self.vehicle_port, "lockstep": self.lockstep,
+                "frame_id": f"{self.frame_prefix}base_footprint"}
+
+
+@dataclass(frozen=True)
 class FakeGamePlan:
     ports: tuple[int, ...]
     vehicles: tuple[str, ...]
     agents: tuple[str, ...]
     control_port: int = 0
     lockstep: bool = False
+    vehicle_ports: tuple[int, ...] = ()
 
     def parameters(self) -> dict[str, object]:
-        return {"ports": list(self.ports), "vehicles": list(self.vehicles), "agents": list(self.agents),
-                "control_port": self.control_port, "lockstep": self.lockstep}
+        values: dict[str, object] = {
+            "ports": list(self.ports), "vehicles": list(self.vehicles), "agents": list(self.agents),
+            "control_port": self.control_port, "lockstep": self.lockstep}
+        if self.vehicle_ports:
+            values["vehicle_ports"] = list(self.vehicle_ports)
+        return values
 
 
 @dataclass(frozen=True)
 class SimControlPlan:
     control_port: int
     agents: tuple[str, ...]
+    vehicle_bridges: bool = False
 
     def parameters(self) -> dict[str, object]:
-        return {"control_port": self.control_port, "agents": list(self.agents)}
+        return {"control_port": self.control_port, "agents": list(self.agents),
+                "vehicle_bridges": self.vehicle_bridges}
 
 
 @dataclass(frozen=True)
@@ -66,6 +88,7 @@ class LaunchPlan:
     bridges: tuple[BridgePlan, ...]
     fake_game: FakeGamePlan | None
     sim_control: SimControlPlan | None
+    vehicle_bridges: tuple[VehicleBridgePlan, ...]
     rviz: bool
     use_sim_time: bool
     log_level: str
@@ -92,7 +115,7 @@ def plan_launch(agents: str = "polaris", ports: str = DEFAULT_PORTS, host: str =
                 fake_game: str | bool = "false", rviz: str | bool = "false",
                 use_sim_time: str | bool = "true", log_level: str = "info",
                 vehicles: str = "", control_port: str | int = "0",
-                lockstep: str | bool = "false") -> LaunchPlan:
+                lockstep: str | bool = "false", vehicle_ports: str = "") -> LaunchPlan:
     names = split_list(agents)
     if not names:
         raise LaunchPlanError("launch argument agents is empty")
@@ -129,6 +152,25 @@ def plan_launch(agents: str = "polaris", ports: str = DEFAULT_PORTS, host: str =
         raise LaunchPlanError(f"control_port must be 0 (none) or a port in 1..65535 other than the stream "
                               f"ports, got {control}")
     held = parse_bool("lockstep", lockstep)
+    vehicle_port_texts = split_list(vehicle_ports)
+    try:
+        vehicle_port_numbers = tuple(int(p) for p in vehicle_port_texts)
+    except ValueError:
+        raise LaunchPlanError(
+            f"launch argument vehicle_ports must be integers, got {vehicle_ports!r}") from None
+    if vehicle_port_numbers:
+        if len(vehicle_port_numbers) != len(names):
+            raise LaunchPlanError(f"launch argument vehicle_ports needs one port per agent ({len(names)}: "
+                                  f"{','.join(names)}), got {','.join(vehicle_port_texts)}")
+        taken = set(port_numbers) | {control}
+        if (any(not 1 <= p <= 65535 or p in taken for p in vehicle_port_numbers)
+                or len(set(vehicle_port_numbers)) != len(vehicle_port_numbers)):
+            raise LaunchPlanError(f"vehicle_ports must be distinct, in 1..65535 and other than the stream "
+                                  f"and control ports, got {list(vehicle_port_numbers)}")
+    vehicle_bridges = tuple(
+        VehicleBridgePlan(agent=b.agent, vehicle_port=port, namespace=b.namespace,
+                          frame_prefix=b.frame_prefix, lockstep=held)
+        for b, port in zip(bridges, vehicle_port_numbers))
     game = None
     if parse_bool("fake_game", fake_game):
         vehicle_names = split_list(vehicles) or names
@@ -137,11 +179,13 @@ def plan_launch(agents: str = "polaris", ports: str = DEFAULT_PORTS, host: str =
                 f"launch argument vehicles needs one vehicle per agent, got {vehicle_names}")
         if held and not control:
             raise LaunchPlanError("lockstep:=true needs a control_port (the world moves on step requests)")
-        game = FakeGamePlan(tuple(port_numbers), tuple(vehicle_names), tuple(names), control, held)
+        game = FakeGamePlan(tuple(port_numbers), tuple(vehicle_names), tuple(names), control, held,
+                            vehicle_port_numbers)
     elif held:
         raise LaunchPlanError("lockstep:=true is for fake_game:=true (the real game is held by -Lockstep)")
-    sim_control = SimControlPlan(control, tuple(names)) if control else None
-    return LaunchPlan(bridges=bridges, fake_game=game, sim_control=sim_control, rviz=parse_bool("rviz", rviz),
+    sim_control = SimControlPlan(control, tuple(names), bool(vehicle_bridges)) if control else None
+    return LaunchPlan(bridges=bridges, fake_game=game, sim_control=sim_control,
+                      vehicle_bridges=vehicle_bridges, rviz=parse_bool("rviz", rviz),
                       use_sim_time=parse_bool("use_sim_time", use_sim_time), log_level=level, host=host)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from acres_sim.convert.settings import ConvertSettings
 from acres_sim.fake_game.simulation.session_config import FLAVORS, SessionConfig, agent_specs
 from acres_sim.game.control_client import DEFAULT_CONTROL_PORT
+from acres_sim.game.vehicle_client import DEFAULT_VEHICLE_PORT
 from acres_sim.stream.frame_reader import DEFAULT_MAX_PAYLOAD_BYTES
 from acres_sim.stream.loopback import NotLoopbackError, require_loopback
 from acres_sim.stream.protocol import DEFAULT_STREAM_PORT
@@ -240,6 +241,13 @@ SIM_CONTROL = NodeParameters("sim_control", "sim_control.yaml", (
               "Frame id of entity states (as sim_bridge's world_frame)."),
     ParamSpec("request_timeout_s", 60.0,
               "Longest wait for one answer of the control channel, in seconds."),
+    ParamSpec("vehicle_bridges", False,
+              "Every agent has a vehicle_bridge: a step also waits for each agent's vehicle/barrier, "
+              "and for the command of every agent under command (see command_wait_s)."),
+    ParamSpec("command_wait_s", 0.5,
+              "How long a step waits, before the game steps, for each agent under command to hold a "
+              "command stamped at or after the current world time, in seconds; then it steps with "
+              "what the vehicle holds (the watchdog's rule) and logs a WARN."),
 ))
 
 
@@ -251,6 +259,8 @@ class SimControlConfig:
     feedback_steps: int
     world_frame: str
     request_timeout_s: float
+    vehicle_bridges: bool
+    command_wait_s: float
 
 
 def sim_control_config(values: dict[str, Any]) -> SimControlConfig:
@@ -262,7 +272,62 @@ def sim_control_config(values: dict[str, Any]) -> SimControlConfig:
         control_port=_port("control_port", v["control_port"]), agents=_names("agents", v["agents"]),
         barrier_timeout_s=_positive("barrier_timeout_s", v["barrier_timeout_s"]),
         feedback_steps=_integer_in("feedback_steps", v["feedback_steps"], 1, SERVICE_CHUNK_STEPS),
-        world_frame=world_frame, request_timeout_s=_positive("request_timeout_s", v["request_timeout_s"]))
+        world_frame=world_frame, request_timeout_s=_positive("request_timeout_s", v["request_timeout_s"]),
+        vehicle_bridges=_boolean("vehicle_bridges", v["vehicle_bridges"]),
+        command_wait_s=_positive("command_wait_s", v["command_wait_s"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# vehicle_bridge
+
+VEHICLE_BRIDGE = NodeParameters("vehicle_bridge", "vehicle_bridge.yaml", (
+    ParamSpec("vehicle_port", DEFAULT_VEHICLE_PORT,
+              "TCP port of the agent's Vehicle Bridge on 127.0.0.1 (fake_game: --vehicle-ports)."),
+    ParamSpec("lockstep", False,
+              "The world moves only on step requests: commands are forwarded when they arrive and at "
+              "each step's end, never between the steps of a request (the same commands give the "
+              "same trajectory). false: also at every report, so the speed controller runs at the "
+              "physics rate."),
+    ParamSpec("command_timeout_s", 0.5,
+              "Ackermann and Twist watchdog in world time: a command older than this releases the "
+              "throttle and brakes to a stop, steering held. (Drive-by-wire: 0.1 s, Dataspeed's.)"),
+    ParamSpec("cmd_vel_stamped", False,
+              "cmd_vel is geometry_msgs/TwistStamped (nav2's enable_stamped_cmd_vel) instead of Twist."),
+    ParamSpec("speed_kp", 1.0, "Speed controller: pedal per m/s of speed error (feed-forward + PI)."),
+    ParamSpec("speed_ki", 0.5, "Speed controller: pedal per m of integrated speed error."),
+    ParamSpec("frame_id", "base_footprint", "Frame id of the reports' headers."),
+    ParamSpec("reconnect_min_s", 0.5, "First delay before connecting again, in seconds (doubles each try)."),
+    ParamSpec("reconnect_max_s", 5.0, "Longest delay between connection attempts, in seconds."),
+))
+
+
+@dataclass(frozen=True)
+class VehicleBridgeConfig:
+    vehicle_port: int
+    lockstep: bool
+    command_timeout_s: float
+    cmd_vel_stamped: bool
+    speed_kp: float
+    speed_ki: float
+    frame_id: str
+    reconnect_min_s: float
+    reconnect_max_s: float
+
+
+def vehicle_bridge_config(values: dict[str, Any]) -> VehicleBridgeConfig:
+    v = {**VEHICLE_BRIDGE.defaults, **values}
+    rmin = _positive("reconnect_min_s", v["reconnect_min_s"])
+    rmax = _positive("reconnect_max_s", v["reconnect_max_s"])
+    if rmin > rmax:
+        raise ParameterError(f"reconnect delays need reconnect_min_s ({rmin}) <= reconnect_max_s ({rmax})")
+    kp, ki = float(_number("speed_kp", v["speed_kp"])), float(_number("speed_ki", v["speed_ki"]))
+    if kp < 0 or ki < 0:
+        raise ParameterError(f"speed_kp and speed_ki must be >= 0, got {kp} and {ki}")
+    return VehicleBridgeConfig(
+        vehicle_port=_port("vehicle_port", v["vehicle_port"]), lockstep=_boolean("lockstep", v["lockstep"]),
+        command_timeout_s=_positive("command_timeout_s", v["command_timeout_s"]),
+        cmd_vel_stamped=_boolean("cmd_vel_stamped", v["cmd_vel_stamped"]), speed_kp=kp, speed_ki=ki,
+        frame_id=_string("frame_id", v["frame_id"]), reconnect_min_s=rmin, reconnect_max_s=rmax)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,4 +412,4 @@ def fake_game_config(values: dict[str, Any]) -> FakeGameConfig:
     return FakeGameConfig(session=session, control_port=control_port or None)
 
 
-NODES = (BRIDGE, SIM_CONTROL, FAKE_GAME)
+NODES = (BRIDGE, SIM_CONTROL, FAKE_GAME, VEHICLE_BRIDGE)

@@ -21,6 +21,27 @@ from acres_sim.middleware import dds
 from acres_sim.nodes.parameters import NodeParameters, ParameterError
 
 
+class RosLogging:
+    """The logging.Logger calls the ROS-free clients make (StreamClient, VehicleClient), sent to an
+    rclpy logger as one line each."""
+
+    def __init__(self, logger: Any):
+        self._logger = logger
+
+    def info(self, msg: str, *args: Any) -> None:
+        self._logger.info(msg % args)
+
+    def warning(self, msg: str, *args: Any) -> None:
+        self._logger.warning(msg % args)
+
+    def error(self, msg: str, *args: Any) -> None:
+        self._logger.error(msg % args)
+
+    def exception(self, msg: str, *args: Any) -> None:
+        exc = sys.exc_info()[1]
+        self._logger.error(f"{msg % args}: {type(exc).__name__}: {exc}")
+
+
 class StartFailed(Exception):
     """The node started but has nothing to do (e.g. no port could be opened); one line, exit 1."""
 

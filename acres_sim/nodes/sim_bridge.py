@@ -36,10 +36,10 @@ from tf2_msgs.msg import TFMessage
 
 from acres_sim.convert import topics
 from acres_sim.convert.converter import FrameConverter, jpeg_unavailable, payload_layout
-from acres_sim.middleware.cdr_publisher import CdrPublisher, wait_for_all_acked, why_gil_is_held
+from acres_sim.middleware.cdr_publisher import CdrPublisher, wait_until_acked, why_gil_is_held
 from acres_sim.middleware.message_types import MESSAGE_TYPES
 from acres_sim.nodes.parameters import BRIDGE, bridge_config
-from acres_sim.nodes.runner import RunnableNode, run
+from acres_sim.nodes.runner import RosLogging, RunnableNode, run
 from acres_sim.stream import diagnostics
 from acres_sim.stream.client import Frame, StreamClient
 from acres_sim.stream.handoff import HandoffQueue, LatestSlot
@@ -56,33 +56,12 @@ TF_STATIC_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability
                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
 BARRIER_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 DIAGNOSTICS_QOS = BARRIER_QOS
-BARRIER_ACK_TIMEOUT_S = 1.0
 # Clouds and images queued behind a barrier that waits (at least one frame of max_payload_bytes).
 QUEUE_BYTES = 64 * 1024 * 1024
 # Published by the reader thread itself when nothing is queued: every frame that never waits.
 _INLINE_TYPES = frozenset({FrameType.INS, FrameType.HELLO, FrameType.LIDAR, FrameType.CAMERA})
 _LEVELS = {diagnostics.OK: DiagnosticStatus.OK, diagnostics.WARN: DiagnosticStatus.WARN,
            diagnostics.ERROR: DiagnosticStatus.ERROR}
-
-
-class _RosLogging:
-    """The logging.Logger calls StreamClient makes, sent to an rclpy logger as one line each."""
-
-    def __init__(self, logger: Any):
-        self._logger = logger
-
-    def info(self, msg: str, *args: Any) -> None:
-        self._logger.info(msg % args)
-
-    def warning(self, msg: str, *args: Any) -> None:
-        self._logger.warning(msg % args)
-
-    def error(self, msg: str, *args: Any) -> None:
-        self._logger.error(msg % args)
-
-    def exception(self, msg: str, *args: Any) -> None:
-        exc = sys.exc_info()[1]
-        self._logger.error(f"{msg % args}: {type(exc).__name__}: {exc}")
 
 
 class JpegJob(NamedTuple):
@@ -125,7 +104,7 @@ class SimBridge(RunnableNode):
         if (gil_held := why_gil_is_held(self._barrier_pub)) is not None:
             self.get_logger().warning(gil_held)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, DIAGNOSTICS_QOS)
-        self._barrier_timeouts = 0
+        self._barrier_waits = 0
         # Every frame type but the clock (published by the reader at once) and its handler.
         self._handlers: dict[int, Callable[[Frame], None]] = {
             FrameType.HELLO: self._on_hello, FrameType.INS: self._publish_ins,
@@ -135,7 +114,7 @@ class SimBridge(RunnableNode):
         self._client = StreamClient(
             cfg.host, cfg.port, self._on_frame, reconnect_min_s=cfg.reconnect_min_s,
             reconnect_max_s=cfg.reconnect_max_s, max_payload_bytes=cfg.max_payload_bytes,
-            stats=self.stats, logger=_RosLogging(self.get_logger()),  # type: ignore[arg-type]
+            stats=self.stats, logger=RosLogging(self.get_logger()),  # type: ignore[arg-type]
             layout_for=functools.partial(payload_layout, settings=cfg.convert))  # clouds, images in place
         self._worker = threading.Thread(target=self._publish_loop, name="sim_bridge-publisher", daemon=True)
         # JPEG encoding has a thread of its own and only ever works on the newest image.
@@ -258,13 +237,19 @@ class SimBridge(RunnableNode):
                 cast(JpegJob, replaced).release()
 
     def _publish_barrier(self, frame: Frame) -> None:
+        """A barrier is never published before its data: barriers come only in lockstep, where the
+        game holds until the next request, so waiting costs time only; sim_control's own timeout
+        answers the learner (OPERATION_FAILED) if the wait is long."""
         step = self._conv.barrier(frame.header, cast(int, frame.data))
-        if not self._wait_acknowledged(BARRIER_ACK_TIMEOUT_S):
-            self._barrier_timeouts += 1
+
+        def still_waiting(topics_waiting: list[str], waited_s: float) -> None:
+            self._barrier_waits += 1
             self.get_logger().warning(
-                f"barrier {step.data}: data not acknowledged by every subscriber within "
-                f"{BARRIER_ACK_TIMEOUT_S:.0f} s; publishing it anyway", throttle_duration_sec=5.0)
-        self._barrier_pub.publish(step)
+                f"barrier {step.data} waits {waited_s:.0f} s for acknowledgements of "
+                f"{', '.join(topics_waiting)} (a matched reliable reader that does not take its data)")
+
+        if self._wait_acknowledged(still_waiting):
+            self._barrier_pub.publish(step)
 
     def _incompatible_qos(self, topic: str) -> Callable[[Any], None]:
         """One clear line when a subscriber asks for more than the publisher offers (it gets nothing)."""
@@ -298,7 +283,7 @@ class SimBridge(RunnableNode):
             finally:
                 job.release()
 
-    def _wait_acknowledged(self, timeout_s: float) -> bool:
+    def _wait_acknowledged(self, still_waiting: Callable[[list[str], float], None]) -> bool:
         """Wait until every data publisher's samples, and the barriers before, are acknowledged by
         their reliable subscribers. The barriers too: sim/barrier keeps the last 10, so barriers
         published back to back to a reader that falls behind would replace ones it never got."""
@@ -306,7 +291,7 @@ class SimBridge(RunnableNode):
         if self._tf_static_pub is not None:
             pending.append(self._tf_static_pub)
         pending.append(self._barrier_pub)
-        return wait_for_all_acked(pending, timeout_s, self._stopping)
+        return wait_until_acked(pending, self._stopping, still_waiting)
 
     def _on_hello(self, frame: Frame) -> None:
         hello = cast(Hello, frame.data)
@@ -347,7 +332,7 @@ class SimBridge(RunnableNode):
             state=self._client.state, detail=self._client.state_detail,
             agent=hello.agent if hello else "", vehicle=hello.vehicle if hello else "",
             address=f"{self.config.host}:{self.config.port}", expected_hz=topics.expected_rates(hello),
-            barrier_timeouts=self._barrier_timeouts, queued_frames=len(self._queue),
+            barrier_waits=self._barrier_waits, queued_frames=len(self._queue),
             extra=(("compressed images encoded", str(self._jpeg_encoded)),
                    ("compressed images skipped", str(self._jpeg_skipped))))
         level, message, kv = diagnostics.stream_status(self.stats, snap, rates, facts)

@@ -6,6 +6,12 @@ bridge published that step's barrier: every message of the step was then acknowl
 reliable subscribers of every topic (the bridge's guarantee), so a learner that gets the answer
 already holds the step's data.
 
+With vehicle_bridges, the same for each agent's `/<agent>/vehicle/barrier` (the vehicle reports),
+and the lockstep rule for commands: before the game steps, each agent under command must hold a
+command stamped at or after the world time (its vehicle/held_command says), so a learner that
+publishes a command and then calls step_simulation gets it applied from the first step. After
+command_wait_s the step goes on with what the vehicle holds, and a WARN.
+
 Threads: the services and the action run on a MultiThreadedExecutor and may block (a step waits for
 the game and then for the barriers). The barrier subscriptions live on a hidden helper node spun by
 an executor of its own, so that no number of blocked calls can starve them.
@@ -25,11 +31,11 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import Executor, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from simulation_interfaces import srv
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import EntityState, Result, SimulationState, SimulatorFeatures
-from std_msgs.msg import UInt64
+from std_msgs.msg import Header, UInt64
 
 from acres_sim.convert import topics
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
@@ -39,6 +45,8 @@ from acres_sim.nodes.runner import RunnableNode, run
 from acres_sim.stream.protocol import PHYSICS_HZ
 
 BARRIER_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+HELD_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 RESET_SCOPES = {
     srv.ResetSimulation.Request.SCOPE_DEFAULT: "all",
     srv.ResetSimulation.Request.SCOPE_ALL: "all",
@@ -119,6 +127,46 @@ class BarrierWatch:
                 self._cond.wait(left)
 
 
+class HeldCommands:
+    """Each agent's vehicle/held_command: the stamp of the command its vehicle holds, and the source
+    that drives it ("" none under command; AWAITING: under command, nothing since a reset)."""
+
+    def __init__(self, agents: Iterable[str]):
+        self._cond = threading.Condition()
+        self._held: dict[str, tuple[float, str] | None] = {a: None for a in agents}  # None: unknown
+
+    def update(self, agent: str, msg: Header) -> None:
+        with self._cond:
+            self._held[agent] = (msg.stamp.sec + msg.stamp.nanosec * 1e-9, msg.frame_id)
+            self._cond.notify_all()
+
+    def forget(self) -> None:
+        """Before a reset: what the bridges said before it no longer counts (they say it again)."""
+        with self._cond:
+            for agent in self._held:
+                self._held[agent] = None
+
+    def under_command(self) -> bool:
+        with self._cond:
+            return any(h is None or h[1] != "" for h in self._held.values())
+
+    def wait(self, now: float, timeout_s: float) -> list[str]:
+        """Wait until every agent under command holds a command stamped at or after `now`; the
+        agents still late when timeout_s ran out."""
+        deadline = time.monotonic() + timeout_s
+
+        def late() -> list[str]:
+            return [a for a, h in self._held.items()
+                    if h is None or h[1] == topics.HELD_AWAITING or (h[1] != "" and h[0] < now - 1e-6)]
+        with self._cond:
+            while True:
+                missing = late()
+                left = deadline - time.monotonic()
+                if not missing or left <= 0:
+                    return missing
+                self._cond.wait(left)
+
+
 class SimControl(RunnableNode):
     def __init__(self, **kwargs: Any):
         super().__init__("sim_control", **kwargs)
@@ -129,6 +177,11 @@ class SimControl(RunnableNode):
         self.agents = agents = list(config.agents)
         self.game = ControlClient(config.control_port, timeout_s=config.request_timeout_s)
         self.barriers = BarrierWatch(agents)
+        self.vehicle_bridges = config.vehicle_bridges
+        self.command_wait_s = config.command_wait_s
+        self.vehicle_barriers = BarrierWatch(agents if config.vehicle_bridges else [])
+        self.held = HeldCommands(agents if config.vehicle_bridges else [])
+        self._world_time: float | None = None  # known after a step; None: ask the game
         self._step_lock = threading.Lock()  # one stepping request at a time: barriers per request
 
         # Barriers on a hidden node of their own (see the module's docstring).
@@ -138,6 +191,13 @@ class SimControl(RunnableNode):
             self._barrier_node.create_subscription(
                 UInt64, f"/{agent}/{topics.SIM_BARRIER}",
                 lambda msg, agent=agent: self.barriers.arrived(agent, msg.data), BARRIER_QOS)
+            if config.vehicle_bridges:
+                self._barrier_node.create_subscription(
+                    UInt64, f"/{agent}/{topics.VEHICLE_BARRIER}",
+                    lambda msg, agent=agent: self.vehicle_barriers.arrived(agent, msg.data), BARRIER_QOS)
+                self._barrier_node.create_subscription(
+                    Header, f"/{agent}/{topics.VEHICLE_HELD_COMMAND}",
+                    lambda msg, agent=agent: self.held.update(agent, msg), HELD_QOS)
 
         group = ReentrantCallbackGroup()
         serve: dict[str, tuple[Any, Callable[[Any, Any], Any]]] = {
@@ -161,7 +221,8 @@ class SimControl(RunnableNode):
             cancel_callback=lambda goal_handle: CancelResponse.ACCEPT, callback_group=group)
         self.get_logger().info(
             f"control channel {self.game.address}; agents {', '.join(agents)}; services under "
-            f"{self.get_namespace()}; a step answers after every agent's sim/barrier "
+            f"{self.get_namespace()}; a step answers after every agent's sim/barrier"
+            f"{' and vehicle/barrier' if self.vehicle_bridges else ''} "
             f"(at most {self.barrier_timeout_s:g} s)")
 
     @property
@@ -217,9 +278,10 @@ class SimControl(RunnableNode):
         barrier arrived. after_chunk(done) -> False stops between chunks. Returns the steps done."""
         done = 0
         with self._step_lock:
+            self._wait_commands()
             while done < steps:
                 n = min(chunk, steps - done)
-                since = self.barriers.mark()
+                since, vehicle_since = self.barriers.mark(), self.vehicle_barriers.mark()
                 try:
                     reached = self.game.step(n, paused_only=True)
                 except ControlRefused as exc:
@@ -227,16 +289,40 @@ class SimControl(RunnableNode):
                         raise OperationFailed(f"the simulation is not paused: pause it first ({exc})") \
                             from None
                     raise
-                missing = self.barriers.wait(reached.step, since, self.barrier_timeout_s)
+                self._world_time = reached.time_s
                 done += n
-                if missing:
-                    raise OperationFailed(
-                        f"the game did {done} of {steps} steps (world step {reached.step}), but no "
-                        f"sim/barrier came within {self.barrier_timeout_s:g} s from: {', '.join(missing)} "
-                        "(is its sim_bridge running and connected?)")
+                self._wait_barriers(reached.step, since, vehicle_since,
+                                    f"the game did {done} of {steps} steps (world step {reached.step})")
                 if after_chunk is not None and not after_chunk(done):
                     break
         return done
+
+    def _wait_barriers(self, step: int, since: int, vehicle_since: int, what: str) -> None:
+        missing = self.barriers.wait(step, since, self.barrier_timeout_s)
+        if missing:
+            raise OperationFailed(
+                f"{what}, but no sim/barrier came within {self.barrier_timeout_s:g} s from: "
+                f"{', '.join(missing)} (is its sim_bridge running and connected?)")
+        missing = self.vehicle_barriers.wait(step, vehicle_since, self.barrier_timeout_s)
+        if missing:
+            raise OperationFailed(
+                f"{what}, but no vehicle/barrier came within {self.barrier_timeout_s:g} s from: "
+                f"{', '.join(missing)} (is its vehicle_bridge running and connected?)")
+
+    def _wait_commands(self) -> None:
+        """The lockstep rule: each agent under command holds a command stamped at or after the
+        world time before the game steps (bounded by command_wait_s)."""
+        if not self.vehicle_bridges or not self.held.under_command():
+            return
+        if self._world_time is None:
+            self._world_time = self.game.get_state(self.agents[0]).time_s
+        late = self.held.wait(self._world_time, self.command_wait_s)
+        if late:
+            self.get_logger().warning(
+                f"no command stamped at or after world time {self._world_time:.4f} s held for "
+                f"{', '.join(late)} within {self.command_wait_s:g} s: stepping with what the vehicle holds "
+                "(publish a command before each step; vehicle/disable ends being under command)",
+                throttle_duration_sec=5.0)
 
     # -- services --------------------------------------------------------------------------------
 
@@ -269,6 +355,7 @@ class SimControl(RunnableNode):
                   f"the simulation is already {'playing' if playing else 'paused'}")
             return
         with self._step_lock:  # not in the middle of a stepping request
+            self._world_time = None
             if playing:
                 self.game.play()
             else:
@@ -289,7 +376,16 @@ class SimControl(RunnableNode):
                               "DEFAULT (0) or ALL (255); nothing is ever spawned, so SPAWNED (4) has "
                               "nothing to do")
         with self._step_lock:
-            self.game.reset(scope)
+            self._world_time = None
+            self.held.forget()
+            vehicle_since = self.vehicle_barriers.mark()
+            reached = self.game.reset(scope)
+            missing = self.vehicle_barriers.wait(reached.step, vehicle_since, self.barrier_timeout_s)
+            if missing:
+                raise OperationFailed(
+                    f"the world was reset ({scope}), but no vehicle/barrier came within "
+                    f"{self.barrier_timeout_s:g} s from: {', '.join(missing)} (is its vehicle_bridge "
+                    "running and connected?)")
         response.result.result = Result.RESULT_OK
 
     def _matching(self, filters: Any) -> list[str]:
@@ -331,6 +427,7 @@ class SimControl(RunnableNode):
         v, w = state.twist.linear, state.twist.angular
         try:
             with self._step_lock:
+                self._world_time = None
                 self.game.set_state(request.entity, (p.x, p.y, p.z), (q.x, q.y, q.z, q.w),
                                     (v.x, v.y, v.z), (w.x, w.y, w.z))
         except ControlRefused as exc:

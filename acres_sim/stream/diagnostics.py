@@ -32,7 +32,7 @@ class StreamFacts:
     vehicle: str
     address: str
     expected_hz: dict[int, float]  # per frame type, from the Hello
-    barrier_timeouts: int
+    barrier_waits: int  # times a barrier waited over a second for acknowledgements
     queued_frames: int
     extra: tuple[tuple[str, str], ...] = ()  # further key/value pairs of the node
 
@@ -73,7 +73,7 @@ def stream_status(stats: StreamStats, snap: StatsSnapshot, rates: WindowRates | 
         ("drops", str(snap.drops)),
         ("reconnects", str(snap.reconnects)),
         ("sequence gaps", str(snap.sequence_gaps)),
-        ("barrier acknowledgement timeouts", str(facts.barrier_timeouts)),
+        ("barrier waits over 1 s", str(facts.barrier_waits)),
         ("clock offset (s)", fmt(snap.clock_offset_s, 6)),
         ("queued frames", str(facts.queued_frames)),
         *facts.extra,

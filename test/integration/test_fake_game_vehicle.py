@@ -177,10 +177,14 @@ def test_bad_lines_are_refused_and_the_bridge_goes_on(driven_game):
         raw.sendall(bad)
         answer = json.loads(lines.readline())
         assert answer["type"] == "error" and answer["code"] == "bad_request", answer
-    raw.sendall(b'{"type": "command", "throttle": 0.5, "stamp_s": 0.0}\n')
-    time.sleep(0.2)
+    raw.sendall(b'{"type": "command", "throttle": 0.5, "stamp_s": 0.25}\n')
+    assert json.loads(lines.readline()) == {"type": "held", "stamp_s": 0.25}  # taken: said so
     control.step(3)
     got = [json.loads(lines.readline()) for _ in range(4)]
     assert [g["type"] for g in got] == ["report", "report", "report", "barrier"]
-    assert got[0]["driven"] and got[0]["throttle"] == 0.5
+    assert got[0]["driven"] and got[0]["throttle"] == 0.5 and got[0]["command_stamp_s"] == 0.25
+    control.reset("state")  # a reset: the state it left, then a barrier, before the answer
+    got = [json.loads(lines.readline()) for _ in range(2)]
+    assert [g["type"] for g in got] == ["report", "barrier"]
+    assert got[0]["reset"] == "state" and not got[0]["driven"] and got[1]["step"] == got[0]["step"]
     raw.close()

@@ -15,7 +15,15 @@ rclpy = pytest.importorskip("rclpy", reason="the sim_control tests need rclpy")
 simulation_interfaces = pytest.importorskip(
     "simulation_interfaces", reason="simulation_interfaces is not installed (rosdep key of the same name)")
 
-from support.bridge import Graph, Process, free_port, ros_env, start_bridge, start_fake_game  # noqa: E402
+from support.bridge import (  # noqa: E402
+    Graph,
+    Process,
+    call_service,
+    free_port,
+    ros_env,
+    start_bridge,
+    start_fake_game,
+)
 from support.reference_geometry import quat_matrix  # noqa: E402
 from action_msgs.msg import GoalStatus  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
@@ -104,13 +112,7 @@ class ControlSession:
         return game
 
     def call(self, name: str, **fields):
-        client = self.clients[name]
-        request = client.srv_type.Request()
-        for key, value in fields.items():
-            setattr(request, key, value)
-        future = client.call_async(request)
-        self.graph.spin_until(future.done, CALL_TIMEOUT_S, f"answer of {name}")
-        return future.result()
+        return call_service(self.graph, self.clients[name], CALL_TIMEOUT_S, **fields)
 
     def drain(self) -> None:
         """Take what the subscriptions already hold, without waiting for anything new: data

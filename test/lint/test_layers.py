@@ -19,6 +19,7 @@ ALLOWED = (
     ("acres_sim.stream", ()),
     ("acres_sim.game", ("acres_sim.stream",)),
     ("acres_sim.convert", ("acres_sim.stream",)),
+    ("acres_sim.drive", ("acres_sim.game", "acres_sim.stream")),
     ("acres_sim.middleware", ()),
     ("acres_sim.fake_game.world", ()),
     ("acres_sim.fake_game.simulation", ("acres_sim.fake_game.world", "acres_sim.stream")),
@@ -26,13 +27,14 @@ ALLOWED = (
     ("acres_sim.fake_game", ("acres_sim.fake_game", "acres_sim.stream")),
     ("acres_sim.viewer", ("acres_sim.convert", "acres_sim.stream", "acres_sim.middleware")),
     ("acres_sim.nodes", ("acres_sim.stream", "acres_sim.convert", "acres_sim.middleware", "acres_sim.game",
-                         "acres_sim.fake_game")),
+                         "acres_sim.drive", "acres_sim.fake_game")),
     ("acres_sim", ()),  # the leaves themselves and __init__
     ("harness", ("acres_sim",)),
     ("benchmark", ("acres_sim", "harness")),
     ("launch", ("acres_sim.nodes",)),
 )
-ROS_FREE = ("acres_sim.stream", "acres_sim.convert", "acres_sim.game", "acres_sim.fake_game")
+ROS_FREE = ("acres_sim.stream", "acres_sim.convert", "acres_sim.game", "acres_sim.drive",
+            "acres_sim.fake_game")
 
 
 def _module_name(path: Path) -> str:

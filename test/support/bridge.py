@@ -162,3 +162,13 @@ def start_bridge(port: int, domain_id: int, params: Iterable[str] = (), env_extr
 
 def start_fake_game(args: list[str], domain_id: int) -> Process:
     return processes.start_module("acres_sim.fake_game", args, domain_id)
+
+
+def call_service(graph: Graph, client, timeout_s: float, **fields):
+    """One service call from the test's graph, waited for while the graph spins."""
+    request = client.srv_type.Request()
+    for key, value in fields.items():
+        setattr(request, key, value)
+    future = client.call_async(request)
+    graph.spin_until(future.done, timeout_s, f"answer of {client.srv_name}")
+    return future.result()

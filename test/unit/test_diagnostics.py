@@ -13,7 +13,7 @@ EXPECTED = {int(FrameType.CLOCK): 120.0, int(FrameType.INS): 100.0}
 
 
 def _facts(state: StreamState = StreamState.CONNECTED, detail: str = "127.0.0.1:5601") -> StreamFacts:
-    return StreamFacts(state, detail, "polaris", "polaris", "127.0.0.1:5601", EXPECTED, barrier_timeouts=0,
+    return StreamFacts(state, detail, "polaris", "polaris", "127.0.0.1:5601", EXPECTED, barrier_waits=0,
                        queued_frames=0, extra=(("compressed images encoded", "0"),))
 
 

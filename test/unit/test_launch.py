@@ -43,9 +43,22 @@ def test_a_lockstep_session_driven_from_ros():
     plan = plan_launch(agents="polaris,maxxum", ports="5601,5602", fake_game="true", lockstep="true",
                        control_port="5700")
     assert plan.fake_game.parameters()["control_port"] == 5700 and plan.fake_game.parameters()["lockstep"]
-    assert plan.sim_control.parameters() == {"control_port": 5700, "agents": ["polaris", "maxxum"]}
+    assert plan.sim_control.parameters() == {"control_port": 5700, "agents": ["polaris", "maxxum"],
+                                             "vehicle_bridges": False}
     real_game = plan_launch(control_port=5700)  # sim_control for the real game's channel
     assert real_game.fake_game is None and real_game.sim_control.agents == ("polaris",)
+
+
+def test_a_driven_lockstep_session_gets_a_vehicle_bridge_per_agent():
+    plan = plan_launch(agents="polaris,maxxum", ports="5601,5602", fake_game="true", lockstep="true",
+                       control_port="5700", vehicle_ports="5611,5612")
+    assert [(v.namespace, v.parameters()) for v in plan.vehicle_bridges] == [
+        ("/polaris", {"vehicle_port": 5611, "lockstep": True, "frame_id": "polaris/base_footprint"}),
+        ("/maxxum", {"vehicle_port": 5612, "lockstep": True, "frame_id": "maxxum/base_footprint"})]
+    assert plan.fake_game.parameters()["vehicle_ports"] == [5611, 5612]
+    assert plan.sim_control.parameters()["vehicle_bridges"] is True
+    assert plan_launch().vehicle_bridges == () and "vehicle_ports" not in plan_launch(
+        fake_game="true").fake_game.parameters()
 
 
 def test_vehicles_can_differ_from_agent_names():
@@ -67,6 +80,10 @@ def test_vehicles_can_differ_from_agent_names():
     ({"control_port": "70000"}, "control_port"),
     ({"fake_game": "true", "lockstep": "true"}, "needs a control_port"),
     ({"lockstep": "true", "control_port": "5700"}, "fake_game:=true"),
+    ({"agents": "a,b", "ports": "1,2", "vehicle_ports": "5611"}, "one port per agent"),
+    ({"vehicle_ports": "x"}, "vehicle_ports must be integers"),
+    ({"vehicle_ports": "5601"}, "other than the stream"),
+    ({"agents": "a,b", "ports": "1,2", "vehicle_ports": "7,7"}, "distinct"),
 ])
 def test_bad_arguments_say_what_is_wrong(kwargs, message):
     with pytest.raises(LaunchPlanError, match=message):
@@ -83,7 +100,7 @@ def test_launch_file_declares_the_interface_arguments():
                      and any(getattr(t, "id", "") == "ARGUMENTS" for t in node.targets))
     names = {elt.elts[0].value for elt in arguments.value.elts}
     assert {"agents", "ports", "host", "fake_game", "rviz", "use_sim_time", "params_file",
-            "log_level", "control_port", "lockstep"} <= names
+            "log_level", "control_port", "lockstep", "vehicle_ports"} <= names
 
 
 def test_rviz_config_has_the_displays():
@@ -140,3 +157,11 @@ def test_launch_description_lockstep_session_starts_sim_control():
     assert [(n.node_package, n.node_executable) for n in nodes] == [
         ("acres_sim", "fake_game"), ("acres_sim", "sim_bridge"), ("acres_sim", "sim_bridge"),
         ("acres_sim", "sim_control")]
+
+
+def test_launch_description_driven_session_starts_vehicle_bridges():
+    nodes = _generated_nodes({"agents": "polaris,maxxum", "ports": "5601,5602", "fake_game": "true",
+                              "lockstep": "true", "control_port": "5700", "vehicle_ports": "5611,5612"})
+    assert [(n.node_package, n.node_executable) for n in nodes] == [
+        ("acres_sim", "fake_game"), ("acres_sim", "sim_bridge"), ("acres_sim", "sim_bridge"),
+        ("acres_sim", "vehicle_bridge"), ("acres_sim", "vehicle_bridge"), ("acres_sim", "sim_control")]

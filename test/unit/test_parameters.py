@@ -15,10 +15,12 @@ from acres_sim.nodes.parameters import (
     FAKE_GAME,
     NODES,
     SIM_CONTROL,
+    VEHICLE_BRIDGE,
     ParameterError,
     bridge_config,
     fake_game_config,
     sim_control_config,
+    vehicle_bridge_config,
 )
 from acres_sim.stream.loopback import NotLoopbackError, require_loopback
 
@@ -71,7 +73,9 @@ def test_every_node_yaml_documents_every_parameter_with_its_default(table):
 
 
 @pytest.mark.parametrize("table,make", [(BRIDGE, bridge_config), (SIM_CONTROL, sim_control_config),
-                                        (FAKE_GAME, fake_game_config)], ids=lambda t: getattr(t, "node", ""))
+                                        (FAKE_GAME, fake_game_config),
+                                        (VEHICLE_BRIDGE, vehicle_bridge_config)],
+                         ids=lambda t: getattr(t, "node", ""))
 def test_the_defaults_are_a_valid_configuration_and_unknown_names_change_nothing(table, make):
     assert make({}) == make(table.defaults) == make({**table.defaults, "no_such_parameter": 1})
 
@@ -87,6 +91,18 @@ def test_the_defaults_are_a_valid_configuration_and_unknown_names_change_nothing
 def test_bad_sim_control_values_are_refused(values, message):
     with pytest.raises(ParameterError, match=message):
         sim_control_config(values)
+
+
+@pytest.mark.parametrize("values,message", [
+    ({"vehicle_port": 0}, "vehicle_port"),
+    ({"command_timeout_s": 0.0}, "command_timeout_s must be positive"),
+    ({"speed_kp": -1.0}, "speed_kp and speed_ki must be >= 0"),
+    ({"cmd_vel_stamped": "yes"}, "cmd_vel_stamped must be true or false"),
+    ({"reconnect_min_s": 6.0}, "reconnect_min_s"),
+])
+def test_bad_vehicle_bridge_values_are_refused(values, message):
+    with pytest.raises(ParameterError, match=message):
+        vehicle_bridge_config(values)
 
 
 @pytest.mark.parametrize("values,message", [

@@ -304,7 +304,14 @@ class Session:
                 for agent in self._agents:
                     agent.simulator.place(RouteMotion(now))
                     self._stop_driving(agent)
-            return self._step, world_time(self._step)
+            # The Vehicle Bridges hear of it before the answer: the state now, then a barrier.
+            now = world_time(self._step)
+            for agent in self._agents:
+                if agent.vehicle_bridge is not None and agent.vehicle_bridge.connected:
+                    state = self._vehicle_report(agent, self._step, now)
+                    agent.vehicle_bridge.report({**state, "reset": scope})
+                    agent.vehicle_bridge.barrier(self._step, now)
+            return self._step, now
 
     @property
     def entities(self) -> list[str]:

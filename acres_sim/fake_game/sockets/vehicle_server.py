@@ -10,7 +10,10 @@ game -> client
     {"type": "report", "step", "time_s", "vehicle_time_s", "driven", "command_stamp_s",
      "steer_rad", "steer_request_rad", "throttle", "brake", "direction", "gear", "speed_mps",
      "yaw_rate", "wheel_speeds_rad_s": [fl, fr, rl, rr], "rpm"}                          every step
-    {"type": "barrier", "step", "time_s"}             after each lockstep step request, after its reports
+    the same with "reset": "time" | "state" | "all"                 right after a reset (then a barrier)
+    {"type": "held", "stamp_s"}                       a command taken: from the next physics step on
+    {"type": "barrier", "step", "time_s"}             after each lockstep step request, after its reports,
+                                                      and after each reset (after a report of the reset state)
     {"type": "error", "code": "bad_request", "error": "..."}                  a refused line; it goes on
 client -> game
     {"type": "command", "stamp_s", "steer_request_rad", "throttle", "brake", "gear"}
@@ -191,6 +194,8 @@ class VehicleServer:
         with self._lock:
             self._held = HeldCommand(command, None if stamp is None else float(stamp))
             self._last_line = time.monotonic()
+        # Once held, said: a client can tell others (sim_control) that the next step applies it.
+        self._send({"type": "held", "stamp_s": stamp}, droppable=False)
 
     def _refuse(self, why: str) -> None:
         self._send({"type": "error", "code": "bad_request", "error": why}, droppable=False)

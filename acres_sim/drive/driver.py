@@ -1,0 +1,423 @@
+"""What the vehicle_bridge node's inputs mean for the vehicle (ROS-free): drive-by-wire, Ackermann
+and Twist commands in, one game command (steer request, throttle, brake, gear) out.
+
+One source drives at a time:
+- drive-by-wire ("dbw") from vehicle/enable until vehicle/disable: while it is enabled it drives
+  and Ackermann and Twist commands are ignored (with a WARN); while it is disabled its commands are.
+- otherwise Ackermann ("ackermann") or Twist ("cmd_vel"), whichever sent the latest valid command.
+- vehicle/disable releases whichever source drives (throttle off, brakes to a stop, steering held)
+  until the next command; a reset of the world (the game puts the vehicle back on its route) ends
+  every source and disables drive-by-wire.
+
+Times are world time, the reports' (the sensor data's stamps): the watchdogs count in it, so a
+held or stepped world never times a command out. A command's stamp is its header's, or the world
+time it arrived at when the header is zero (or there is none): the game is told the stamp of what
+it holds, which is how sim_control knows a learner's command is in before it steps.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from acres_sim.drive.speed_control import SpeedController
+from acres_sim.game.vehicle_client import VehicleCommand, VehicleInfo, VehicleReport
+
+DBW_TIMEOUT_S = 0.1  # Dataspeed's: a subsystem without a command for this long disables itself
+STANDSTILL_MPS = 0.05  # slower than this the vehicle counts as stopped (hold, change gear)
+STOP_BRAKE = 1.0  # the brake of a release (watchdog, disable) and of a hold at rest
+
+# ds_dbw_msgs 2.x constants (the message definitions' numbers; the core does not import them).
+STEER_CMD_NONE, STEER_CMD_TORQUE, STEER_CMD_ANGLE, STEER_CMD_CURVATURE = 0, 1, 2, 3
+STEER_CMD_YAW_RATE, STEER_CMD_SET_OFFSET, STEER_CMD_PERCENT, STEER_CMD_CALIBRATE = 4, 13, 14, 15
+STEER_CMD_NAMES = {0: "CMD_NONE", 1: "CMD_TORQUE", 2: "CMD_ANGLE", 3: "CMD_CURVATURE", 4: "CMD_YAW_RATE",
+                   13: "CMD_SET_OFFSET", 14: "CMD_PERCENT", 15: "CMD_CALIBRATE"}
+PEDAL_CMD_NONE, PEDAL_CMD_PERCENT = 0, 14
+THROTTLE_CMD_NAMES = {0: "CMD_NONE", 13: "CMD_PEDAL_RAW", 14: "CMD_PERCENT"}
+BRAKE_CMD_NAMES = {0: "CMD_NONE", 1: "CMD_PRESSURE", 2: "CMD_TORQUE", 8: "CMD_ACCEL", 9: "CMD_ACCEL_ACC",
+                   10: "CMD_ACCEL_AEB", 13: "CMD_PEDAL_RAW", 14: "CMD_PERCENT"}
+GEAR_NONE, GEAR_PARK, GEAR_REVERSE, GEAR_NEUTRAL, GEAR_DRIVE = 0, 1, 2, 3, 4
+GEAR_NAMES = {0: "NONE", 1: "PARK", 2: "REVERSE", 3: "NEUTRAL", 4: "DRIVE", 5: "LOW", 6: "MANUAL",
+              7: "SPORT", 15: "CALIBRATE"}
+GEAR_BY_VALUE = {GEAR_PARK: "park", GEAR_REVERSE: "reverse", GEAR_NEUTRAL: "neutral", GEAR_DRIVE: "drive"}
+GEAR_VALUE = {name: value for value, name in GEAR_BY_VALUE.items()}
+
+SOURCES = ("dbw", "ackermann", "cmd_vel")
+
+
+class Refused(ValueError):
+    """Bad input (NaN, infinity, out of range, an unknown enum): not used, and it does not refresh
+    the watchdog. `kind` names the field and the fault, for rate-limited logging."""
+
+    def __init__(self, message: str, kind: str = ""):
+        super().__init__(message)
+        self.kind = kind or message
+
+
+class Unsupported(ValueError):
+    """A command type this vehicle does not serve (the message names it)."""
+
+
+class Ignored(ValueError):
+    """A valid command that is not used now (drive-by-wire disabled, or another source drives)."""
+
+
+def _finite(name: str, value: float) -> float:
+    value = float(value)
+    if not math.isfinite(value):
+        raise Refused(f"{name} is {value!r}", f"{name} not finite")
+    return value
+
+
+def _within(name: str, value: float, low: float, high: float, unit: str) -> float:
+    value = _finite(name, value)
+    if not low - 1e-9 <= value <= high + 1e-9:
+        raise Refused(f"{name} {value:g} {unit} is outside {low:g}..{high:g} {unit}", f"{name} out of range")
+    return value
+
+
+@dataclass
+class Subsystem:
+    """One drive-by-wire subsystem (steering, throttle, brake) as its report shows it."""
+
+    cmd_type: int = 0
+    cmd: float = 0.0  # as sent: steering-wheel degrees, 1/m or percent
+    value: float = 0.0  # what it asks of the vehicle: road-wheel rad, or pedal 0..1
+    rate: float = 0.0  # steering: road-wheel rad/s, 0 = as fast as the actuator
+    stamp: float = 0.0
+    arrived: float = 0.0  # world time
+    engaged: bool = False  # a command with enable since the system was enabled, not timed out
+    timeout: bool = False
+
+    def release(self, timeout: bool = False) -> None:
+        """Not driven any more: pedals off (the steering's caller sets where the wheel stays)."""
+        self.engaged = False
+        self.timeout = timeout
+        self.value = 0.0
+
+
+@dataclass(frozen=True)
+class AckermannTarget:
+    """An Ackermann (or Twist) command, checked: road-wheel angle, signed speed."""
+
+    stamp: float
+    arrived: float
+    steer_rad: float
+    steer_rate: float  # 0 = as fast as the actuator
+    speed: float
+    accel: float  # 0 = the controller's own
+
+
+class VehicleDriver:
+    """The node's driving state. Not thread-safe: the node calls it under one lock."""
+
+    def __init__(self, info: VehicleInfo, command_timeout_s: float, speed_kp: float, speed_ki: float):
+        self.info = info
+        self.command_timeout_s = command_timeout_s
+        self.controller = SpeedController(speed_kp, speed_ki)
+        self.report: VehicleReport | None = None
+        self.dbw_enabled = False
+        self.steering, self.throttle, self.brake = Subsystem(), Subsystem(), Subsystem()
+        self.gear_request: str | None = None
+        self._enabled_at = 0.0
+        self._target: AckermannTarget | None = None
+        self._target_source: str | None = None
+        self.timed_out = False  # the Ackermann / Twist watchdog fired
+        self.released = False  # vehicle/disable, or the drive-by-wire source gone: brake to a stop
+        self._released_at = 0.0
+        self._steer = 0.0  # the steering the Ackermann source asks now (ramped)
+        self._last_compute: float | None = None
+        # Since a reset, until the next command: sim_control waits for it (held_command "awaiting").
+        self.awaiting = False
+
+    # -- who drives --------------------------------------------------------------------------------
+
+    @property
+    def source(self) -> str | None:
+        """"dbw", "ackermann", "cmd_vel", or None (nothing drives: the route, or released)."""
+        if self.dbw_enabled:
+            return "dbw"
+        if self.released:
+            return None
+        return self._target_source
+
+    @property
+    def now(self) -> float:
+        if self.report is None:
+            raise Ignored("no report from the vehicle yet (is the Vehicle Bridge connected?)")
+        return self.report.time_s
+
+    def _stamp(self, stamp: float | None) -> float:
+        return self.now if stamp is None or stamp == 0.0 else _finite("header.stamp", stamp)
+
+    # -- drive-by-wire -----------------------------------------------------------------------------
+
+    def enable(self) -> bool:
+        """True when this changed something."""
+        now = self.now
+        if self.dbw_enabled:
+            return False
+        self.dbw_enabled, self.released, self._enabled_at = True, False, now
+        self.awaiting = False
+        self._target = self._target_source = None
+        for sub in (self.steering, self.throttle, self.brake):
+            sub.release()
+        self.steering.value = self._steer = self.report.steer_rad if self.report is not None else 0.0
+        self.gear_request = None
+        self.controller.reset()
+        return True
+
+    def disable(self) -> bool:
+        """Drive-by-wire off, and whichever source drives is released (brakes to a stop)."""
+        now = self.now
+        changed = self.dbw_enabled or self.source is not None
+        if changed:
+            self._release(now)
+        self.dbw_enabled = False
+        return changed
+
+    def _release(self, now: float) -> None:
+        self.released, self._released_at = True, now
+        self._steer = self.report.steer_request_rad if self.report is not None else 0.0
+
+    def _dbw_ready(self, what: str) -> float:
+        now = self.now
+        if not self.dbw_enabled:
+            raise Ignored(f"{what} ignored: drive-by-wire is disabled (publish std_msgs/msg/Empty on "
+                          "vehicle/enable)")
+        return now
+
+    def steering_cmd(self, stamp: float | None, cmd_type: int, cmd: float, cmd_rate: float,
+                     enable: bool) -> None:
+        if cmd_type not in STEER_CMD_NAMES:
+            raise Refused(f"steering cmd_type {cmd_type} is not a SteeringCmd constant")
+        if cmd_type not in (STEER_CMD_NONE, STEER_CMD_ANGLE, STEER_CMD_CURVATURE, STEER_CMD_PERCENT):
+            raise Unsupported(f"SteeringCmd {STEER_CMD_NAMES[cmd_type]} is not served (CMD_ANGLE, "
+                              "CMD_CURVATURE and CMD_PERCENT are)")
+        info = self.info
+        limit_deg = math.degrees(info.max_steer_rad) * info.steering_ratio
+        if cmd_type == STEER_CMD_ANGLE:
+            wheel_deg = _within("steering cmd", cmd, -limit_deg, limit_deg, "deg")
+            angle = math.radians(wheel_deg) / info.steering_ratio
+        elif cmd_type == STEER_CMD_CURVATURE:
+            limit_k = math.tan(info.max_steer_rad) / info.wheelbase_m
+            angle = math.atan(info.wheelbase_m * _within("steering cmd", cmd, -limit_k, limit_k, "1/m"))
+        elif cmd_type == STEER_CMD_PERCENT:
+            angle = _within("steering cmd", cmd, -100.0, 100.0, "%") / 100.0 * info.max_steer_rad
+        else:
+            angle = 0.0
+        rate_deg = _within("steering cmd_rate", cmd_rate, 0.0, 1e4, "deg/s")
+        stamp_s = self._stamp(stamp)
+        now = self._dbw_ready("vehicle/steering/cmd")
+        sub = self.steering
+        self.awaiting = False
+        sub.cmd_type, sub.cmd, sub.stamp, sub.arrived, sub.timeout = cmd_type, float(cmd), stamp_s, now, False
+        sub.rate = math.radians(rate_deg) / info.steering_ratio
+        sub.engaged = bool(enable) and cmd_type != STEER_CMD_NONE
+        if sub.engaged:
+            sub.value = angle
+        elif self.report is not None:
+            sub.value = self.report.steer_rad  # not steered: the wheel stays where it is
+
+    def _pedal_cmd(self, sub: Subsystem, what: str, names: dict[int, str], stamp: float | None,
+                   cmd_type: int, cmd: float, enable: bool) -> None:
+        if cmd_type not in names:
+            raise Refused(f"{what} cmd_type {cmd_type} is not a constant of its message")
+        if cmd_type not in (PEDAL_CMD_NONE, PEDAL_CMD_PERCENT):
+            raise Unsupported(f"{what} {names[cmd_type]} is not served (CMD_PERCENT is)")
+        percent = _within(f"{what} cmd", cmd, 0.0, 100.0, "%") if cmd_type == PEDAL_CMD_PERCENT else 0.0
+        stamp_s = self._stamp(stamp)
+        now = self._dbw_ready(f"vehicle/{what}/cmd")
+        self.awaiting = False
+        sub.cmd_type, sub.cmd, sub.stamp, sub.arrived, sub.timeout = cmd_type, float(cmd), stamp_s, now, False
+        sub.engaged = bool(enable) and cmd_type == PEDAL_CMD_PERCENT
+        sub.value = percent / 100.0 if sub.engaged else 0.0
+
+    def throttle_cmd(self, stamp: float | None, cmd_type: int, cmd: float, enable: bool) -> None:
+        self._pedal_cmd(self.throttle, "throttle", THROTTLE_CMD_NAMES, stamp, cmd_type, cmd, enable)
+
+    def brake_cmd(self, stamp: float | None, cmd_type: int, cmd: float, enable: bool) -> None:
+        self._pedal_cmd(self.brake, "brake", BRAKE_CMD_NAMES, stamp, cmd_type, cmd, enable)
+
+    def gear_cmd(self, stamp: float | None, gear: int) -> None:
+        if gear not in GEAR_NAMES:
+            raise Refused(f"gear {gear} is not a ds_dbw_msgs/Gear constant")
+        if gear != GEAR_NONE and gear not in GEAR_BY_VALUE:
+            raise Unsupported(f"gear {GEAR_NAMES[gear]} is not served (PARK, REVERSE, NEUTRAL, DRIVE are)")
+        self._stamp(stamp)
+        self._dbw_ready("vehicle/gear/cmd")
+        if gear != GEAR_NONE:
+            self.gear_request = GEAR_BY_VALUE[gear]
+
+    # -- Ackermann and Twist -----------------------------------------------------------------------
+
+    def ackermann_cmd(self, stamp: float | None, steer_rad: float, steer_rate: float, speed: float,
+                      accel: float) -> None:
+        info = self.info
+        steer = _within("steering_angle", steer_rad, -info.max_steer_rad, info.max_steer_rad, "rad")
+        rate = _within("steering_angle_velocity", abs(_finite("steering_angle_velocity", steer_rate)),
+                       0.0, 1e3, "rad/s")
+        v = _within("speed", speed, -info.max_reverse_mps, info.max_speed_mps, "m/s")
+        a = _within("acceleration", abs(_finite("acceleration", accel)), 0.0, 100.0, "m/s^2")
+        self._take_target("ackermann", stamp, steer, rate, v, a)
+
+    def twist_cmd(self, stamp: float | None, linear_x: float, angular_z: float) -> None:
+        """The bicycle model: the road-wheel angle that turns at angular_z at linear_x, clamped to
+        the vehicle's limit (never angular_z as an angle); at a stand the angle is held."""
+        info = self.info
+        v = _within("linear.x", linear_x, -info.max_reverse_mps, info.max_speed_mps, "m/s")
+        w = _finite("angular.z", angular_z)
+        if abs(v) >= STANDSTILL_MPS:
+            steer = math.atan(info.wheelbase_m * w / v)
+            steer = max(-info.max_steer_rad, min(info.max_steer_rad, steer))
+        elif self._target is not None:
+            steer = self._target.steer_rad
+        else:
+            steer = self.report.steer_request_rad if self.report is not None else 0.0
+        self._take_target("cmd_vel", stamp, steer, 0.0, v, 0.0)
+
+    def _take_target(self, source: str, stamp: float | None, steer: float, rate: float, speed: float,
+                     accel: float) -> None:
+        stamp_s = self._stamp(stamp)
+        now = self.now
+        if self.dbw_enabled:
+            topic = "vehicle/ackermann_cmd" if source == "ackermann" else "cmd_vel"
+            raise Ignored(f"{topic} ignored: drive-by-wire is enabled and drives (publish vehicle/disable "
+                          "to drive by Ackermann or Twist)")
+        if self._target_source != source or self.released:
+            self.controller.reset()
+            self._steer = self.report.steer_request_rad if self.report is not None else steer
+            self._last_compute = None
+        self._target = AckermannTarget(stamp_s, now, steer, rate, speed, accel)
+        self._target_source = source
+        self.released = self.timed_out = self.awaiting = False
+
+    # -- the vehicle's side ------------------------------------------------------------------------
+
+    def on_report(self, report: VehicleReport) -> bool:
+        """Take a report; True when it says the world was reset under the vehicle (it is back on
+        its route, or time went back): then every source has ended."""
+        before = self.report
+        self.report = report
+        now = report.time_s
+        # Back on its route (a STATE or ALL reset; also when no step ran since the command), or the
+        # clock went back (TIME): what was driving ends, or its times start again.
+        back_on_route = (report.reset is not None and not report.driven) or (
+            before is not None and before.driven and not report.driven)
+        if back_on_route:
+            self._reset(now)
+            return True
+        if before is not None and now < before.time_s - 1e-9:
+            self._restart_clock(now)
+            return True
+        for sub in (self.steering, self.throttle, self.brake):
+            if sub.engaged and now - sub.arrived > DBW_TIMEOUT_S + 1e-9:
+                sub.release(timeout=True)
+                if sub is self.steering:
+                    sub.value = report.steer_rad
+        target = self._target
+        if target is not None and not self.timed_out and now - target.arrived > self.command_timeout_s + 1e-9:
+            self.timed_out = True
+        return False
+
+    def _restart_clock(self, now: float) -> None:
+        """A TIME reset: the vehicle goes on under what it holds; the watchdogs count from now, and
+        the next command is awaited (the stamps held are from the old clock)."""
+        for sub in (self.steering, self.throttle, self.brake):
+            sub.arrived = sub.stamp = now
+        if self._target is not None:
+            self._target = replace(self._target, arrived=now, stamp=now)
+        self._enabled_at = self._released_at = now
+        self._last_compute = None
+        self.awaiting = True
+
+    def _reset(self, now: float) -> None:
+        self.dbw_enabled = self.released = self.timed_out = False
+        for sub in (self.steering, self.throttle, self.brake):
+            sub.release()
+        self.gear_request = None
+        self._target = self._target_source = None
+        self.controller.reset()
+        self._last_compute = None
+        self.awaiting = True
+
+    def held_stamp(self) -> float | None:
+        """The stamp the command to forward carries: the oldest of the engaged drive-by-wire
+        subsystems' (all of a learner's commands are in), else the source's own."""
+        source = self.source
+        if source == "dbw":
+            engaged = [sub.stamp for sub in (self.steering, self.throttle, self.brake) if sub.engaged]
+            return min(engaged) if engaged else self._enabled_at
+        if source is not None and self._target is not None:
+            return self._target.stamp
+        if self.released:
+            return self._released_at
+        return None
+
+    def command(self) -> VehicleCommand | None:
+        """What the game should hold from now on; None while nothing drives yet (the vehicle
+        then drives its route). Advances the speed controller by the world time since the last
+        call (0 when called twice at one report: the same answer)."""
+        report = self.report
+        if report is None:
+            return None
+        source = self.source
+        if source is None and not self.released:
+            return None
+        now = report.time_s
+        dt = 0.0 if self._last_compute is None else max(0.0, now - self._last_compute)
+        self._last_compute = now
+        stamp = self.held_stamp()
+        if source is None:  # released: brake to a stop, steering held
+            return VehicleCommand(stamp, self._steer, 0.0, STOP_BRAKE, report.gear)
+        if source == "dbw":
+            return self._dbw_command(report, stamp, dt)
+        return self._ackermann_command(report, stamp, dt)
+
+    def _dbw_command(self, report: VehicleReport, stamp: float | None, dt: float) -> VehicleCommand:
+        steering = self.steering
+        if steering.engaged and steering.rate > 0.0:
+            step = steering.rate * dt
+            self._steer += max(-step, min(step, steering.value - self._steer))
+        else:
+            self._steer = steering.value
+        gear = self.gear_request or report.gear
+        return VehicleCommand(stamp, self._steer, self.throttle.value, self.brake.value, gear)
+
+    def _ackermann_command(self, report: VehicleReport, stamp: float | None, dt: float) -> VehicleCommand:
+        target = self._target
+        assert target is not None
+        if target.steer_rate > 0.0:
+            step = target.steer_rate * dt
+            self._steer += max(-step, min(step, target.steer_rad - self._steer))
+        else:
+            self._steer = target.steer_rad
+        speed = report.speed_mps
+        if self.timed_out:  # release the pedals and brake to a stop, steering held
+            self.controller.reset()
+            return VehicleCommand(stamp, self._steer, 0.0, STOP_BRAKE, report.gear)
+        if target.speed > 0.0:
+            gear = "drive"
+        elif target.speed < 0.0:
+            gear = "reverse"
+        else:
+            gear = report.gear if report.gear in ("drive", "reverse") else "drive"
+        direction = -1.0 if gear == "reverse" else 1.0
+        moving_against = speed * direction < -STANDSTILL_MPS
+        if (gear != report.gear and abs(speed) >= STANDSTILL_MPS) or moving_against:
+            self.controller.reset()  # stop first: the gear changes at standstill
+            return VehicleCommand(stamp, self._steer, 0.0, STOP_BRAKE, gear)
+        magnitude = abs(target.speed)
+        if magnitude == 0.0 and abs(speed) < STANDSTILL_MPS:
+            self.controller.reset()
+            return VehicleCommand(stamp, self._steer, 0.0, STOP_BRAKE, gear)  # hold at rest
+        throttle, brake = self.controller.pedals(self.info.model, magnitude, target.accel,
+                                                 max(0.0, speed * direction), dt)
+        return VehicleCommand(stamp, self._steer, throttle, brake, gear)
+
+
+def ros_stamp(sec: int, nanosec: int) -> float | None:
+    """A header stamp as seconds; None for the zero stamp (then the arrival time counts)."""
+    if sec == 0 and nanosec == 0:
+        return None
+    return sec + nanosec * 1e-9

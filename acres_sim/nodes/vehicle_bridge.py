@@ -1,0 +1,370 @@
+"""vehicle_bridge: drive one agent from ROS 2 (drive-by-wire, Ackermann, cmd_vel) through the game's
+Vehicle Bridge, and publish what the vehicle reports.
+
+The meaning of every command lives in acres_sim.drive (ROS-free); the game's protocol in
+acres_sim.game.vehicle_client. This node turns messages into calls and reports into messages.
+
+Threads: subscriptions run on the executor; reports, barriers and the game's "held" answers arrive
+on the client's reader thread. One lock orders the driver's state and what is forwarded.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+from dataclasses import replace
+from typing import Any
+
+from ackermann_msgs.msg import AckermannDriveStamped
+from geometry_msgs.msg import Twist, TwistStamped
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Bool, Empty, Header, UInt64
+
+from acres_sim.convert import topics
+from acres_sim.convert.stamps import stamp_to_sec_nanosec
+from acres_sim.drive.driver import (
+    GEAR_VALUE,
+    PEDAL_CMD_PERCENT,
+    STEER_CMD_ANGLE,
+    Ignored,
+    Refused,
+    Subsystem,
+    Unsupported,
+    VehicleDriver,
+    ros_stamp,
+)
+from acres_sim.game.vehicle_client import VehicleClient, VehicleInfo, VehicleReport
+from acres_sim.middleware.cdr_publisher import wait_until_acked
+from acres_sim.nodes.parameters import VEHICLE_BRIDGE, vehicle_bridge_config
+from acres_sim.nodes.runner import RosLogging, RunnableNode, run
+from acres_sim.stream.client import LogLimiter
+
+try:  # released for Humble and Jazzy, not for Kilted: without it, Ackermann and Twist only
+    from ds_dbw_msgs import msg as dbw
+    DBW_IMPORT_ERROR: str | None = None
+except ImportError as exc:
+    dbw = None
+    DBW_IMPORT_ERROR = str(exc)
+
+COMMAND_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+REPORT_QOS = COMMAND_QOS
+LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# The vehicle parameters a driver needs, as read-only ROS parameters once the game named them.
+INFO_PARAMETERS = ("wheelbase_m", "track_m", "wheel_radius_m", "max_steer_rad", "steering_ratio",
+                   "max_speed_mps", "max_reverse_mps")
+
+
+class VehicleBridge(RunnableNode):
+    def __init__(self, **kwargs: Any):
+        super().__init__("vehicle_bridge", **kwargs)
+        self.config = config = vehicle_bridge_config(self.declare_table(VEHICLE_BRIDGE))
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.driver: VehicleDriver | None = None
+        self.info: VehicleInfo | None = None
+        self._under_command = False  # a source drove since the start or the last vehicle/disable
+        self._held_published: tuple[float | None, str] | None = None
+        self._warned_unsupported: set[str] = set()
+        self._refusals = LogLimiter(period_s=2.0)
+        self._enabled_published: bool | None = None
+
+        pub = self.create_publisher
+        self._ackermann_state = pub(AckermannDriveStamped, "vehicle/ackermann_state", REPORT_QOS)
+        self._dbw_enabled = pub(Bool, "vehicle/dbw_enabled", LATCHED_QOS)
+        self._held = pub(Header, topics.VEHICLE_HELD_COMMAND, LATCHED_QOS)
+        self._barrier = pub(UInt64, topics.VEHICLE_BARRIER, REPORT_QOS)
+        self._reports: list[Any] = [self._ackermann_state]
+        sub = self.create_subscription
+        sub(Empty, "vehicle/enable", lambda _: self._switch(True), COMMAND_QOS)
+        sub(Empty, "vehicle/disable", lambda _: self._switch(False), COMMAND_QOS)
+        sub(AckermannDriveStamped, "vehicle/ackermann_cmd", self._on_ackermann, COMMAND_QOS)
+        if config.cmd_vel_stamped:
+            sub(TwistStamped, "cmd_vel", lambda m: self._on_twist(m.twist, m.header.stamp), COMMAND_QOS)
+        else:
+            sub(Twist, "cmd_vel", lambda m: self._on_twist(m, None), COMMAND_QOS)
+        if dbw is not None:
+            self._steering_report = pub(dbw.SteeringReport, "vehicle/steering/report", REPORT_QOS)
+            self._throttle_report = pub(dbw.ThrottleReport, "vehicle/throttle/report", REPORT_QOS)
+            self._brake_report = pub(dbw.BrakeReport, "vehicle/brake/report", REPORT_QOS)
+            self._gear_report = pub(dbw.GearReport, "vehicle/gear/report", REPORT_QOS)
+            self._wheel_speeds = pub(dbw.WheelSpeeds, "vehicle/wheel_speeds", REPORT_QOS)
+            self._velocity = pub(dbw.VehicleVelocity, "vehicle/vehicle_velocity", REPORT_QOS)
+            self._reports += [self._steering_report, self._throttle_report, self._brake_report,
+                              self._gear_report, self._wheel_speeds, self._velocity]
+            sub(dbw.SteeringCmd, "vehicle/steering/cmd", self._on_steering, COMMAND_QOS)
+            sub(dbw.ThrottleCmd, "vehicle/throttle/cmd", self._on_throttle, COMMAND_QOS)
+            sub(dbw.BrakeCmd, "vehicle/brake/cmd", self._on_brake, COMMAND_QOS)
+            sub(dbw.GearCmd, "vehicle/gear/cmd", self._on_gear, COMMAND_QOS)
+        else:
+            self.get_logger().warning(
+                f"ds_dbw_msgs does not import ({DBW_IMPORT_ERROR}): serving vehicle/ackermann_cmd and "
+                "cmd_vel "
+                "only, without the drive-by-wire topics. Install ds_dbw_msgs (released for Humble and "
+                "Jazzy: apt install ros-$ROS_DISTRO-ds-dbw-msgs, or build it from source) to get them.")
+        self._publish_enabled(False)
+        self._publish_held_locked(force=True)  # nothing under command yet (no lock: no thread runs)
+        self.client = VehicleClient(config.vehicle_port, on_info=self._on_info, on_report=self._on_report,
+                                    on_barrier=self._on_barrier, on_held=self._on_held,
+                                    reconnect_min_s=config.reconnect_min_s,
+                                    reconnect_max_s=config.reconnect_max_s,
+                                    logger=RosLogging(self.get_logger()))
+        dbw_inputs = "vehicle/{steering,throttle,brake,gear}/cmd, vehicle/enable, vehicle/disable, "
+        self.get_logger().info(
+            f"Vehicle Bridge 127.0.0.1:{config.vehicle_port}; inputs: {dbw_inputs if dbw else ''}"
+            f"vehicle/ackermann_cmd, cmd_vel ({'TwistStamped' if config.cmd_vel_stamped else 'Twist'}); "
+            f"{'lockstep' if config.lockstep else 'real time'}")
+
+    def start(self) -> None:
+        self.client.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.client.stop()
+
+    # -- the game's side (reader thread) ---------------------------------------------------------
+
+    def _on_info(self, info: VehicleInfo) -> None:
+        with self._lock:
+            known = self.info
+            if known is None:
+                self.driver = VehicleDriver(info, self.config.command_timeout_s, self.config.speed_kp,
+                                            self.config.speed_ki)
+            elif known != info:
+                self.get_logger().error(
+                    f"the Vehicle Bridge now describes another vehicle ({info.vehicle}, was "
+                    f"{known.vehicle}); "
+                    "keeping the first: restart vehicle_bridge to drive it")
+                return
+            self.info = info
+        if known is None:
+            for name in INFO_PARAMETERS:
+                self.declare_parameter(name, float(getattr(info, name)), ParameterDescriptor(
+                    read_only=True, description=f"the vehicle's {name}, as the game gave it"))
+            self.get_logger().info(
+                f"vehicle {info.vehicle} of agent {info.agent}: wheelbase {info.wheelbase_m:g} m, "
+                "road wheels "
+                f"+-{math.degrees(info.max_steer_rad):.1f} deg, steering ratio {info.steering_ratio:g}, "
+                f"{-info.max_reverse_mps:g}..{info.max_speed_mps:g} m/s")
+
+    def _on_report(self, report: VehicleReport) -> None:
+        with self._lock:
+            driver = self.driver
+            if driver is None:
+                return
+            reset = driver.on_report(report)
+            if reset:  # said even when unchanged: sim_control forgot what it knew at the reset
+                self._publish_held_locked(force=True)
+            elif not self.config.lockstep:
+                self._forward_locked()
+            enabled, sources = driver.dbw_enabled, self._report_state_locked(driver)
+        self._publish_enabled(enabled)
+        self._publish_reports(report, sources)
+
+    def _on_barrier(self, step: int, time_s: float) -> None:
+        with self._lock:
+            if self.config.lockstep and self.driver is not None:
+                self._forward_locked()  # the watchdog and the controller, between two requests
+            # Said again at each barrier: sim_control forgets what it knew at a reset, and a reset
+            # that changed nothing here would otherwise leave it asking.
+            self._publish_held_locked(force=True)
+
+        def still_waiting(topics: list[str], waited_s: float) -> None:
+            self.get_logger().warning(f"vehicle barrier {step} waits {waited_s:.0f} s for acknowledgements "
+                                      f"of {', '.join(topics)}")
+
+        if wait_until_acked(self._reports + [self._held], self._stopping, still_waiting):
+            self._barrier.publish(UInt64(data=step))
+
+    def _on_held(self, stamp_s: float | None) -> None:
+        with self._lock:
+            self._publish_held_locked(stamp_s)
+
+    # -- forwarding (under the lock) -------------------------------------------------------------
+
+    def _forward_locked(self) -> None:
+        assert self.driver is not None
+        command = self.driver.command()
+        if command is not None:
+            self.client.send(command)
+
+    def _publish_held_locked(self, stamp_s: float | None = None, force: bool = False) -> None:
+        """vehicle/held_command: the stamp of the command the game holds and the source that drives;
+        "" when no source is under command, topics.HELD_AWAITING after a reset until the next command. What
+        sim_control's lockstep rule reads."""
+        driver = self.driver
+        source = driver.source if driver is not None else None
+        if driver is not None and driver.awaiting and self._under_command:
+            source = topics.HELD_AWAITING
+        elif source is None:
+            source = topics.HELD_AWAITING if self._under_command else ""
+        if stamp_s is None:
+            driving = driver is not None and source not in ("", topics.HELD_AWAITING)
+            stamp_s = (driver.held_stamp() or 0.0) if driving and driver is not None else 0.0
+        key = (stamp_s, source)
+        if key == self._held_published and not force:
+            return
+        self._held_published = key
+        msg = Header(frame_id=source)
+        msg.stamp.sec, msg.stamp.nanosec = stamp_to_sec_nanosec(max(0.0, stamp_s))
+        self._held.publish(msg)
+
+    # -- ROS inputs (executor) -------------------------------------------------------------------
+
+    def _apply(self, what: str, call: Any) -> None:
+        """Run one driver input; forward at once; refusals are logged, never raised."""
+        try:
+            with self._lock:
+                driver = self.driver
+                if driver is None:
+                    raise Ignored(f"{what} ignored: the Vehicle Bridge has not described the vehicle yet "
+                                  f"(is 127.0.0.1:{self.config.vehicle_port} up?)")
+                call(driver)
+                if driver.source is not None:
+                    self._under_command = True
+                self._forward_locked()
+                enabled = driver.dbw_enabled
+        except Refused as exc:
+            # One line per input and fault every 2 s: a flood of one mistake stays one line a
+            # while, and a new mistake shows at once.
+            silenced = self._refusals.allow((what, exc.kind))
+            if silenced is not None:
+                more = f" ({silenced} more like it)" if silenced else ""
+                self.get_logger().warning(f"{what} refused: {exc}{more}")
+            return
+        except Unsupported as exc:
+            if str(exc) not in self._warned_unsupported:
+                self._warned_unsupported.add(str(exc))
+                self.get_logger().warning(f"{what} refused: {exc}")
+            return
+        except Ignored as exc:
+            self.get_logger().warning(str(exc), throttle_duration_sec=5.0)
+            return
+        self._publish_enabled(enabled)
+
+    def _switch(self, enable: bool) -> None:
+        if dbw is None and enable:
+            self.get_logger().warning("vehicle/enable ignored: ds_dbw_msgs is not installed (no "
+                                      "drive-by-wire "
+                                      "topics); drive with vehicle/ackermann_cmd or cmd_vel",
+                                      throttle_duration_sec=10.0)
+            return
+
+        def call(driver: VehicleDriver) -> None:
+            changed = driver.enable() if enable else driver.disable()
+            if not enable:
+                self._under_command = False
+                if changed:
+                    self._publish_held_locked()
+            if changed:
+                self.get_logger().info("drive-by-wire enabled: it drives" if enable
+                                       else "disabled: throttle released, braking to a stop, steering held")
+        self._apply("vehicle/enable" if enable else "vehicle/disable", call)
+
+    def _on_steering(self, msg: Any) -> None:
+        self._apply("vehicle/steering/cmd", lambda d: d.steering_cmd(
+            _stamp(msg.header.stamp), msg.cmd_type, msg.cmd, msg.cmd_rate, msg.enable))
+
+    def _on_throttle(self, msg: Any) -> None:
+        self._apply("vehicle/throttle/cmd", lambda d: d.throttle_cmd(
+            _stamp(msg.header.stamp), msg.cmd_type, msg.cmd, msg.enable))
+
+    def _on_brake(self, msg: Any) -> None:
+        self._apply("vehicle/brake/cmd", lambda d: d.brake_cmd(
+            _stamp(msg.header.stamp), msg.cmd_type, msg.cmd, msg.enable))
+
+    def _on_gear(self, msg: Any) -> None:
+        self._apply("vehicle/gear/cmd", lambda d: d.gear_cmd(_stamp(msg.header.stamp), msg.cmd.value))
+
+    def _on_ackermann(self, msg: AckermannDriveStamped) -> None:
+        drive = msg.drive
+        self._apply("vehicle/ackermann_cmd", lambda d: d.ackermann_cmd(
+            _stamp(msg.header.stamp), drive.steering_angle, drive.steering_angle_velocity, drive.speed,
+            drive.acceleration))
+
+    def _on_twist(self, twist: Twist, stamp: Any) -> None:
+        self._apply("cmd_vel", lambda d: d.twist_cmd(
+            None if stamp is None else _stamp(stamp), twist.linear.x, twist.angular.z))
+
+    # -- reports ---------------------------------------------------------------------------------
+
+    def _publish_enabled(self, enabled: bool) -> None:
+        if enabled != self._enabled_published:
+            self._enabled_published = enabled
+            self._dbw_enabled.publish(Bool(data=enabled))
+
+    def _report_state_locked(self, driver: VehicleDriver) -> dict[str, Any]:
+        return {"enabled": driver.dbw_enabled, "steering": _copy(driver.steering),
+                "throttle": _copy(driver.throttle), "brake": _copy(driver.brake),
+                "gear_request": driver.gear_request}
+
+    def _publish_reports(self, report: VehicleReport, state: dict[str, Any]) -> None:
+        info = self.info
+        assert info is not None
+        header = Header(frame_id=self.config.frame_id)
+        header.stamp.sec, header.stamp.nanosec = stamp_to_sec_nanosec(report.time_s)
+        ack = AckermannDriveStamped(header=header)
+        ack.drive.steering_angle = report.steer_rad
+        ack.drive.speed = report.speed_mps
+        self._ackermann_state.publish(ack)
+        if dbw is None:
+            return
+        enabled = state["enabled"]
+        steering, throttle, brake = state["steering"], state["throttle"], state["brake"]
+        # steering-wheel degrees per road-wheel radian
+        wheel_deg_per_rad = math.degrees(1.0) * info.steering_ratio
+        s = dbw.SteeringReport(header=header)
+        s.steering_wheel_angle = report.steer_rad * wheel_deg_per_rad
+        s.cmd = report.steer_request_rad * wheel_deg_per_rad
+        s.cmd_type = STEER_CMD_ANGLE
+        s.limit_value = info.max_steer_rad * wheel_deg_per_rad
+        s.limiting_value = abs(report.steer_request_rad) >= info.max_steer_rad - 1e-6
+        s.ready = True
+        s.enabled = enabled and steering.engaged
+        s.timeout = steering.timeout
+        self._steering_report.publish(s)
+        self._throttle_report.publish(_pedal_report(dbw.ThrottleReport(header=header), throttle, enabled,
+                                                    report.throttle))
+        b = _pedal_report(dbw.BrakeReport(header=header), brake, enabled, report.brake)
+        b.brake_available_full = True
+        self._brake_report.publish(b)
+        g = dbw.GearReport(header=header)
+        g.gear.value = GEAR_VALUE[report.gear]
+        g.cmd.value = GEAR_VALUE.get(state["gear_request"] or "", 0)
+        g.ready = True
+        self._gear_report.publish(g)
+        w = dbw.WheelSpeeds(header=header)
+        w.front_left, w.front_right, w.rear_left, w.rear_right = report.wheel_speeds_rad_s
+        self._wheel_speeds.publish(w)
+        v = dbw.VehicleVelocity(header=header)
+        v.vehicle_velocity_brake = v.vehicle_velocity_propulsion = report.speed_mps
+        v.dir_src = dbw.VehicleVelocity.DIR_PRNDL
+        self._velocity.publish(v)
+
+
+def _pedal_report(msg: Any, sub: Subsystem, enabled: bool, output: float) -> Any:
+    """ThrottleReport and BrakeReport alike: percent commanded (while its subsystem drives) and
+    applied, and the subsystem's flags."""
+    msg.cmd_type = PEDAL_CMD_PERCENT
+    msg.percent_cmd = 100.0 * sub.value if enabled and sub.engaged else 0.0
+    msg.percent_output = 100.0 * output
+    msg.ready, msg.enabled, msg.timeout = True, enabled and sub.engaged, sub.timeout
+    return msg
+
+
+def _stamp(stamp: Any) -> float | None:
+    return ros_stamp(stamp.sec, stamp.nanosec)
+
+
+def _copy(sub: Subsystem) -> Subsystem:
+    return replace(sub)
+
+
+def main(args: list[str] | None = None) -> int:
+    return run(VehicleBridge, "vehicle_bridge", args, dds_profile=True)  # short heartbeats: barriers
+
+
+if __name__ == "__main__":
+    sys.exit(main())
