@@ -24,7 +24,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from simulation_interfaces.msg import Result
 from simulation_interfaces.srv import StepSimulation
-from std_msgs.msg import Header
+from std_msgs.msg import Empty, Header
 
 from harness.graph import leave_graph
 
@@ -60,7 +60,10 @@ def main(argv: list[str]) -> int:
             for a in agents]
     pubs = {a: node.create_publisher(AckermannDriveStamped, f"/{a}/vehicle/ackermann_cmd", 10)
             for a in agents}
-    try:
+    disable = {a: node.create_publisher(Empty, f"/{a}/vehicle/disable", 10) for a in agents}
+    try:  # only where it is measured: a reader of the reports makes every vehicle barrier wait for it
+        if mode != "latency":
+            raise ImportError
         from ds_dbw_msgs.msg import SteeringReport
         subs.append(node.create_subscription(
             SteeringReport, f"/{agents[0]}/vehicle/steering/report",
@@ -86,8 +89,23 @@ def main(argv: list[str]) -> int:
         msg.drive.steering_angle, msg.drive.speed = steer, 2.0
         pubs[agent].publish(msg)
 
+    def wait_driving(agents_driven: list[str]) -> None:
+        """Until each vehicle holds an Ackermann command: the first ones may come before the
+        vehicle_bridge met its vehicle (then they are ignored), so they are sent again."""
+        deadline = time.monotonic() + 30.0
+        while True:
+            for agent in agents_driven:
+                command(agent, 0.0)
+            with changed:
+                if changed.wait_for(lambda: all(held.get(a) is not None and held[a].frame_id == "ackermann"
+                                                for a in agents_driven), 0.2):
+                    return
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the vehicles never held a command: {held}")
+
     result: dict = {"mode": mode}
     if mode == "latency":
+        wait_driving(agents[:1])
         to_held, to_report = [], []
         for k in range(requests):
             steer = 0.1 if k % 2 else -0.1
@@ -109,13 +127,7 @@ def main(argv: list[str]) -> int:
             result["publish_to_steering_report"] = _percentiles(to_report)
     else:
         if mode == "act":
-            for agent in agents:  # the first command of a session is not awaited by sim_control
-                command(agent, 0.0)
-            with changed:
-                if not changed.wait_for(lambda: all(held.get(a) is not None
-                                                    and held[a].frame_id == "ackermann" for a in agents),
-                                        TIMEOUT_S):
-                    raise SystemExit(f"the vehicles never held a command: {held}")
+            wait_driving(agents)  # the first command of a session is not awaited by sim_control
         answers = []
         t0 = time.monotonic()
         for k in range(requests):
@@ -130,6 +142,11 @@ def main(argv: list[str]) -> int:
                 raise SystemExit(f"step_simulation failed: {future.result()}")
             answers.append(time.monotonic() - sent)
         seconds = time.monotonic() - t0
+        if mode == "act":  # no longer under command: a later learner that does not act is not awaited
+            for agent in agents:
+                disable[agent].publish(Empty())
+            with changed:
+                changed.wait_for(lambda: all(held[a].frame_id == "" for a in agents), TIMEOUT_S)
         result.update({"steps": requests * steps, "seconds": seconds,
                        "steps_per_s": requests * steps / seconds, "answer": _percentiles(answers)})
     print(json.dumps(result), flush=True)

@@ -42,10 +42,14 @@ def _session(agents: tuple[str, ...], lockstep: bool) -> tuple[int, Proc, list[P
                                       namespace=f"/{agent}"))
             procs.append(start_vehicle_bridge(vport, domain, [f"lockstep:={str(lockstep).lower()}"],
                                               namespace=f"/{agent}"))
+        for agent in agents:  # both sockets of every agent taken before anyone steps or drives
+            for kind in ("SENSOR_STREAM", "VEHICLE_BRIDGE"):
+                game.wait_line(lambda line: line.startswith(f"ACRES_{kind}_CONNECTED agent={agent} "), 60)
         if lockstep:
             procs.append(Proc([sys.executable, "-m", "acres_sim.nodes.sim_control", "--ros-args",
                                "-p", f"control_port:={control}", "-p", f"agents:=[{','.join(agents)}]",
-                               "-p", "vehicle_bridges:=true"], ros_env(domain), "sim_control"))
+                               "-p", "vehicle_bridges:=true", "-p", "barrier_timeout_s:=30.0"],
+                              ros_env(domain), "sim_control"))
     except BaseException:
         for proc in procs:
             proc.stop()

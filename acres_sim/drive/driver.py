@@ -295,8 +295,8 @@ class VehicleDriver:
     # -- the vehicle's side ------------------------------------------------------------------------
 
     def on_report(self, report: VehicleReport) -> bool:
-        """Take a report; True when it says the world was reset under the vehicle (it is back on
-        its route, or time went back): then every source has ended."""
+        """Take a report; True when the world was reset under the vehicle: the report says so, it
+        is back on its route (every source ends), or time went back (the watchdogs restart)."""
         before = self.report
         self.report = report
         now = report.time_s
@@ -309,6 +309,9 @@ class VehicleDriver:
             return True
         if before is not None and now < before.time_s - 1e-9:
             self._restart_clock(now)
+            return True
+        if report.reset is not None:  # a reset that changed nothing here: the next command is awaited
+            self.awaiting = self.source is not None or self.awaiting
             return True
         for sub in (self.steering, self.throttle, self.brake):
             if sub.engaged and now - sub.arrived > DBW_TIMEOUT_S + 1e-9:

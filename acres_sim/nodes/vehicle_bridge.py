@@ -167,9 +167,6 @@ class VehicleBridge(RunnableNode):
         with self._lock:
             if self.config.lockstep and self.driver is not None:
                 self._forward_locked()  # the watchdog and the controller, between two requests
-            # Said again at each barrier: sim_control forgets what it knew at a reset, and a reset
-            # that changed nothing here would otherwise leave it asking.
-            self._publish_held_locked(force=True)
 
         def still_waiting(topics: list[str], waited_s: float) -> None:
             self.get_logger().warning(f"vehicle barrier {step} waits {waited_s:.0f} s for acknowledgements "

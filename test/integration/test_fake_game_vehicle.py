@@ -100,7 +100,8 @@ def test_parameters_once_then_a_report_per_step_and_a_barrier_after_each_request
         _step(control, recorder, steps)
     items = recorder.items
     steps_seen = [r.step if isinstance(r, VehicleReport) else ("barrier", r[0]) for r in items]
-    assert steps_seen == [*range(1, 13), ("barrier", 12), 13, ("barrier", 13), *range(14, 44),
+    # the state at connection (step 0: the world is held), then a report per step
+    assert steps_seen == [0, *range(1, 13), ("barrier", 12), 13, ("barrier", 13), *range(14, 44),
                           ("barrier", 43)]
     for report in recorder.reports():
         assert report.time_s == pytest.approx(report.step * DT, abs=1e-12)
@@ -172,6 +173,8 @@ def test_bad_lines_are_refused_and_the_bridge_goes_on(driven_game):
     raw = socket.create_connection(("127.0.0.1", port), timeout=10.0)
     lines = raw.makefile("r")
     assert json.loads(lines.readline())["type"] == "hello"
+    now = json.loads(lines.readline())  # then the state the held world is in
+    assert now["type"] == "report" and now["time_s"] == pytest.approx(now["step"] / 120)
     for bad in (b"not json\n", b'{"type": "command", "throttle": 2.0}\n', b'{"type": "fly"}\n',
                 b'{"type": "command", "gear": "warp"}\n', b"x" * 20000 + b"\n"):
         raw.sendall(bad)

@@ -195,7 +195,8 @@ class Session:
             )
             if spec.vehicle_port is not None and self._open_vehicle is not None:
                 agent.vehicle_bridge = self._open_vehicle(spec.agent, spec.vehicle, spec.vehicle_port,
-                                                          VEHICLE_PARAMS[spec.vehicle])
+                                                          VEHICLE_PARAMS[spec.vehicle],
+                                                          lambda a=agent: self._state_now(a))
             agent.restart_schedules(self._camera_on(hello))
             self._agents.append(agent)
         # In real time one render thread per agent: two renders side by side cost each other 45 %
@@ -512,6 +513,12 @@ class Session:
         agent.command_stamp_s = None
         if agent.vehicle_bridge is not None:
             agent.vehicle_bridge.forget()
+
+    def _state_now(self, agent: _Agent) -> dict[str, Any]:
+        """The report of the world as it stands, for a client that connects (a held world sends
+        none until its next step)."""
+        with self._world_lock:
+            return self._vehicle_report(agent, self._step, world_time(self._step))
 
     def _vehicle_report(self, agent: _Agent, step: int, t: float) -> dict[str, Any]:
         """What the Vehicle Bridge reports of this step (the messages: doc/fake-game.md)."""

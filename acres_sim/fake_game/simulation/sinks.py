@@ -75,6 +75,7 @@ class VehicleSink(Protocol):
     def stop(self) -> None: ...
 
 
-# (agent name, vehicle, port, the vehicle's parameters) -> its open Vehicle Bridge, or None when it
-# could not be opened (the agent then drives its route).
-OpenVehicle = Callable[[str, str, int, VehicleParams], "VehicleSink | None"]
+# (agent name, vehicle, port, the vehicle's parameters, the report of the world as it stands) -> its
+# open Vehicle Bridge, or None when it could not be opened (the agent then drives its route).
+StateNow = Callable[[], dict[str, Any]]
+OpenVehicle = Callable[[str, str, int, VehicleParams, StateNow], "VehicleSink | None"]

@@ -6,7 +6,8 @@ them. Newline-delimited JSON objects on 127.0.0.1, one client at a time (the nex
 listen queue):
 
 game -> client
-    {"type": "hello", "agent", "vehicle", "physics_hz", "params": {wheelbase_m, ...}}   on connect
+    {"type": "hello", "agent", "vehicle", "physics_hz", "params": {wheelbase_m, ...}}   on connect,
+                                                      then a report of the state the world is in
     {"type": "report", "step", "time_s", "vehicle_time_s", "driven", "command_stamp_s",
      "steer_rad", "steer_request_rad", "throttle", "brake", "direction", "gear", "speed_mps",
      "yaw_rate", "wheel_speeds_rad_s": [fl, fr, rl, rr], "rpm"}                          every step
@@ -32,6 +33,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from acres_sim.fake_game.simulation.sinks import HeldCommand, LogFn, OpenVehicle, stdout_log
@@ -50,13 +52,14 @@ class VehicleServer:
     """The Vehicle Bridge of one agent. report() and barrier() may be called from any thread."""
 
     def __init__(self, agent: str, vehicle: str, port: int, params: VehicleParams, physics_hz: int, *,
-                 log: LogFn = stdout_log):
+                 state_now: Callable[[], dict[str, Any]] | None = None, log: LogFn = stdout_log):
         self.agent = agent
         self.vehicle = vehicle
         self.port = port
         self._hello = json.dumps({"type": "hello", "agent": agent, "vehicle": vehicle,
                                   "physics_hz": physics_hz, "params": params.as_dict()}) + "\n"
         self._log = log
+        self._state_now = state_now
         self._lock = threading.Condition()
         self._queue: deque[tuple[bytes, bool]] = deque()  # (line, droppable)
         self._held: HeldCommand | None = None
@@ -137,6 +140,9 @@ class VehicleServer:
     # -- the client -----------------------------------------------------------------------------
 
     def _serve(self, conn: socket.socket) -> None:
+        # Lines go out as they come ("held", then a step's reports and barrier): without this Nagle
+        # holds the second write for the client's delayed ACK, 40 ms a step.
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self._lock:
             self._queue.clear()
             self._connected = True
@@ -146,6 +152,9 @@ class VehicleServer:
                                   daemon=True)
         try:
             conn.sendall(self._hello.encode())
+            if self._state_now is not None:  # the state now: a held world reports nothing until it steps
+                state = json.dumps({"type": "report", **self._state_now()}, allow_nan=False) + "\n"
+                conn.sendall(state.encode())
             reader.start()
             while not self._stop.is_set() and reader.is_alive():
                 with self._lock:
@@ -211,8 +220,9 @@ def _number(message: dict[str, Any], name: str) -> float:
 def vehicle_opener(log: LogFn = stdout_log) -> OpenVehicle:
     """How a session opens its agents' Vehicle Bridges: a VehicleServer on each vehicle port."""
 
-    def open_vehicle(agent: str, vehicle: str, port: int, params: VehicleParams) -> VehicleServer | None:
-        server = VehicleServer(agent, vehicle, port, params, PHYSICS_HZ, log=log)
+    def open_vehicle(agent: str, vehicle: str, port: int, params: VehicleParams,
+                     state_now: Callable[[], dict[str, Any]]) -> VehicleServer | None:
+        server = VehicleServer(agent, vehicle, port, params, PHYSICS_HZ, state_now=state_now, log=log)
         return server if server.start() else None  # LISTEN_FAILED was logged
 
     return open_vehicle
