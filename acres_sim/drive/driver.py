@@ -42,8 +42,6 @@ GEAR_NAMES = {0: "NONE", 1: "PARK", 2: "REVERSE", 3: "NEUTRAL", 4: "DRIVE", 5: "
 GEAR_BY_VALUE = {GEAR_PARK: "park", GEAR_REVERSE: "reverse", GEAR_NEUTRAL: "neutral", GEAR_DRIVE: "drive"}
 GEAR_VALUE = {name: value for value, name in GEAR_BY_VALUE.items()}
 
-SOURCES = ("dbw", "ackermann", "cmd_vel")
-
 
 class Refused(ValueError):
     """Bad input (NaN, infinity, out of range, an unknown enum): not used, and it does not refresh
@@ -129,6 +127,9 @@ class VehicleDriver:
         self._last_compute: float | None = None
         # Since a reset, until the next command: sim_control waits for it (held_command "awaiting").
         self.awaiting = False
+        # A source drove since the start or the last disable: sim_control waits for each request's
+        # command. A reset does not end it (the learner goes on after it).
+        self.under_command = False
 
     # -- who drives --------------------------------------------------------------------------------
 
@@ -140,6 +141,11 @@ class VehicleDriver:
         if self.released:
             return None
         return self._target_source
+
+    @property
+    def awaited(self) -> bool:
+        """Under command, but nothing drives since a reset: the next command is awaited."""
+        return self.under_command and (self.awaiting or self.source is None)
 
     @property
     def now(self) -> float:
@@ -158,7 +164,7 @@ class VehicleDriver:
         if self.dbw_enabled:
             return False
         self.dbw_enabled, self.released, self._enabled_at = True, False, now
-        self.awaiting = False
+        self.awaiting, self.under_command = False, True
         self._target = self._target_source = None
         for sub in (self.steering, self.throttle, self.brake):
             sub.release()
@@ -173,7 +179,7 @@ class VehicleDriver:
         changed = self.dbw_enabled or self.source is not None
         if changed:
             self._release(now)
-        self.dbw_enabled = False
+        self.dbw_enabled = self.under_command = False
         return changed
 
     def _release(self, now: float) -> None:
@@ -291,6 +297,7 @@ class VehicleDriver:
         self._target = AckermannTarget(stamp_s, now, steer, rate, speed, accel)
         self._target_source = source
         self.released = self.timed_out = self.awaiting = False
+        self.under_command = True
 
     # -- the vehicle's side ------------------------------------------------------------------------
 

@@ -65,7 +65,6 @@ class VehicleBridge(RunnableNode):
         self._stopping = threading.Event()
         self.driver: VehicleDriver | None = None
         self.info: VehicleInfo | None = None
-        self._under_command = False  # a source drove since the start or the last vehicle/disable
         self._held_published: tuple[float | None, str] | None = None
         self._warned_unsupported: set[str] = set()
         self._refusals = LogLimiter(period_s=2.0)
@@ -189,14 +188,15 @@ class VehicleBridge(RunnableNode):
 
     def _publish_held_locked(self, stamp_s: float | None = None, force: bool = False) -> None:
         """vehicle/held_command: the stamp of the command the game holds and the source that drives;
-        "" when no source is under command, topics.HELD_AWAITING after a reset until the next command. What
+        "" when no source is under command, HELD_AWAITING after a reset until the next command. What
         sim_control's lockstep rule reads."""
         driver = self.driver
-        source = driver.source if driver is not None else None
-        if driver is not None and driver.awaiting and self._under_command:
+        if driver is None or not driver.under_command:
+            source = ""
+        elif driver.awaited:
             source = topics.HELD_AWAITING
-        elif source is None:
-            source = topics.HELD_AWAITING if self._under_command else ""
+        else:
+            source = driver.source or ""
         if stamp_s is None:
             driving = driver is not None and source not in ("", topics.HELD_AWAITING)
             stamp_s = (driver.held_stamp() or 0.0) if driving and driver is not None else 0.0
@@ -219,8 +219,6 @@ class VehicleBridge(RunnableNode):
                     raise Ignored(f"{what} ignored: the Vehicle Bridge has not described the vehicle yet "
                                   f"(is 127.0.0.1:{self.config.vehicle_port} up?)")
                 call(driver)
-                if driver.source is not None:
-                    self._under_command = True
                 self._forward_locked()
                 enabled = driver.dbw_enabled
         except Refused as exc:
@@ -244,17 +242,14 @@ class VehicleBridge(RunnableNode):
     def _switch(self, enable: bool) -> None:
         if dbw is None and enable:
             self.get_logger().warning("vehicle/enable ignored: ds_dbw_msgs is not installed (no "
-                                      "drive-by-wire "
-                                      "topics); drive with vehicle/ackermann_cmd or cmd_vel",
+                                      "drive-by-wire topics); drive with vehicle/ackermann_cmd or cmd_vel",
                                       throttle_duration_sec=10.0)
             return
 
         def call(driver: VehicleDriver) -> None:
             changed = driver.enable() if enable else driver.disable()
-            if not enable:
-                self._under_command = False
-                if changed:
-                    self._publish_held_locked()
+            if changed and not enable:
+                self._publish_held_locked()
             if changed:
                 self.get_logger().info("drive-by-wire enabled: it drives" if enable
                                        else "disabled: throttle released, braking to a stop, steering held")

@@ -35,9 +35,9 @@ INFO = VehicleInfo("polaris", "polaris", 120, P.wheelbase_m, P.track_m, P.wheel_
 
 
 def report(t: float, speed: float = 0.0, steer: float = 0.0, gear: str = "drive", driven: bool = True,
-           step: int | None = None) -> VehicleReport:
+           step: int | None = None, reset: str | None = None) -> VehicleReport:
     return VehicleReport(step if step is not None else round(t * 120), t, driven, None, steer, steer, 0.0,
-                         0.0, -1 if gear == "reverse" else 1, gear, speed, 0.0, (0.0,) * 4, 900.0)
+                         0.0, -1 if gear == "reverse" else 1, gear, speed, 0.0, (0.0,) * 4, 900.0, reset)
 
 
 def driver(t: float = 1.0, **kw) -> VehicleDriver:
@@ -126,7 +126,7 @@ def test_one_source_at_a_time():
     with pytest.raises(Ignored, match="drive-by-wire is enabled"):
         d.ackermann_cmd(None, 0.1, 0.0, 2.0, 0.0)
     d.disable()
-    assert d.source is None and d.released
+    assert d.source is None and d.released and not d.under_command
     released = d.command()
     assert (released.throttle, released.brake) == (0.0, 1.0)  # braking to a stop
     d.ackermann_cmd(None, 0.1, 0.0, 2.0, 0.0)
@@ -164,9 +164,8 @@ def test_a_reset_under_the_vehicle_ends_every_source():
 def test_a_reset_before_any_step_ran_still_ends_the_source():
     d = driver(0.0, driven=False)
     d.ackermann_cmd(None, 0.0, 0.0, 2.0, 0.0)  # forwarded, but the world was reset before a step
-    assert d.on_report(report(0.0, driven=False).__class__(**{**report(0.0, driven=False).__dict__,
-                                                              "reset": "all"}))
-    assert d.source is None and d.awaiting
+    assert d.on_report(report(0.0, driven=False, reset="all"))
+    assert d.source is None and d.awaiting and d.under_command and d.awaited
 
 
 def test_a_time_reset_keeps_the_source_and_awaits_the_next_command():
