@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from acres_sim.stream import protocol
+from acres_sim.stream.hello import encode_hello
 from acres_sim.fake_game.simulation.vehicles import vehicle_hello
 from acres_sim.stream.protocol import FrameType
 from harness.graph import Graph
@@ -38,7 +39,7 @@ def serve(listener: socket.socket, go: threading.Event, barriers: int, sent: dic
         seq += 1
         return now
 
-    send(FrameType.HELLO, 0.0, protocol.encode_hello(hello))
+    send(FrameType.HELLO, 0.0, encode_hello(hello))
     go.wait()
     cloud = protocol.encode_lidar(np.ones((hello.lidar.columns, hello.lidar.rings, 4), np.float32))
     image = protocol.encode_camera(np.zeros((hello.camera.height, hello.camera.width, 3), np.uint8))

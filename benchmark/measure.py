@@ -140,7 +140,7 @@ def measure_throughput(period: Period, tmp: Path, raw_s: float, ingest_s: float,
 def measure_convert(period: Period, repeats: int = 200) -> dict[str, float]:
     from acres_sim.convert.converter import FrameConverter
     from acres_sim.convert.settings import ConvertSettings
-    from acres_sim.stream.protocol import decode_payload
+    from acres_sim.stream.payloads import decode_payload
 
     kind, stamp, payload = next(f for f in period.frames if f[0] == FrameType.LIDAR)
     header = FrameHeader(kind, 0, len(payload), stamp, 0.0)

@@ -8,7 +8,7 @@ from typing import Any
 def bridge_topics(hello: Any, namespace: str = "", clock: bool = True) -> list[list[str]]:
     """[absolute topic, type name, qos kind] of every topic one bridge publishes for this Hello at
     its defaults, except the compressed image (its JPEG encoding is not what this measures)."""
-    from acres_sim.convert.topics import topic_plan
+    from acres_sim.convert.topic_plan import topic_plan
 
     spec = [["/clock", "Clock", "clock"]] if clock else []
     for topic, (type_name, kind) in topic_plan(hello, compressed=False).items():

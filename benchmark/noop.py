@@ -23,7 +23,8 @@ import time
 from typing import Any
 
 from acres_sim.convert.cdr import STAMP
-from acres_sim.stream.protocol import FrameHeader, FrameType, decode_payload
+from acres_sim.stream.protocol import FrameHeader, FrameType
+from acres_sim.stream.payloads import decode_payload
 
 
 class MbpsReport:

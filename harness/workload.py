@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from acres_sim.stream import protocol
-from acres_sim.stream.protocol import HEADER, HEADER_SIZE, FrameType, Hello
+from acres_sim.stream.hello import Hello, encode_hello
+from acres_sim.stream.protocol import HEADER, HEADER_SIZE, FrameType
+from acres_sim.stream.timing import PHYSICS_HZ
 
-PHYSICS_HZ = 120
 _SEND_BUFFER = 16 << 20
 # header fields after magic/type/flags: sequence, payload size, stamp, publish time
 _PATCH = struct.Struct("<IIdd")
@@ -146,7 +147,7 @@ class ReplayServer:
             return
 
     def _hello(self, conn: socket.socket) -> int:
-        payload = protocol.encode_hello(self.period.hello)
+        payload = encode_hello(self.period.hello)
         conn.sendall(protocol.encode_frame(FrameType.HELLO, 0, 0.0, time.monotonic(), payload))
         return 1
 

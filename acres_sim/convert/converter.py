@@ -48,11 +48,11 @@ from acres_sim.stream.protocol import (
     SUB_HEADER_SIZE,
     CameraFrame,
     FrameHeader,
-    Hello,
     LidarFrame,
     ProtocolError,
-    column_firing_offsets,
 )
+from acres_sim.stream.hello import Hello
+from acres_sim.stream.timing import column_firing_offsets
 
 _UINT64_MAX = 2**64 - 1
 # xyzirt: x, y, z, intensity float32, ring uint16 (+ 2 bytes padding), time float32 (velodyne-style).

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from acres_sim.stream.protocol import Hello, ProtocolError
+from acres_sim.stream.protocol import ProtocolError
+
+from acres_sim.stream.hello import Hello
 from acres_sim.rotations import rpy_deg_to_quaternion
 
 # camera (FLU: x forward, y left, z up) -> camera_optical (x right, y down, z forward), REP 103.

@@ -1,13 +1,14 @@
 """What the vehicle_bridge node's inputs mean for the vehicle (ROS-free): drive-by-wire, Ackermann
 and Twist commands in, one game command (steer request, throttle, brake, gear) out.
 
-One source drives at a time:
-- drive-by-wire ("dbw") from vehicle/enable until vehicle/disable: while it is enabled it drives
-  and Ackermann and Twist commands are ignored (with a WARN); while it is disabled its commands are.
-- otherwise Ackermann ("ackermann") or Twist ("cmd_vel"), whichever sent the latest valid command.
-- vehicle/disable releases whichever source drives (throttle off, brakes to a stop, steering held)
-  until the next command; a reset of the world (the game puts the vehicle back on its route) ends
-  every source and disables drive-by-wire.
+One source drives at a time; who drives is one named state (Mode) and a change of it happens only
+in `transition`, the table of every event:
+- drive-by-wire (DBW) from vehicle/enable until vehicle/disable: while it is enabled it drives and
+  Ackermann and Twist commands are ignored (with a WARN); while it is disabled its commands are.
+- otherwise Ackermann (ACKERMANN) or Twist (CMD_VEL), whichever sent the latest valid command.
+- vehicle/disable releases whichever source drives (RELEASED: throttle off, brakes to a stop,
+  steering held) until the next command; a reset of the world that puts the vehicle back on its
+  route ends every source and disables drive-by-wire (AWAITING while a learner was in command).
 
 Times are world time, the reports' (the sensor data's stamps): the watchdogs count in it, so a
 held or stepped world never times a command out. A command's stamp is its header's, or the world
@@ -17,9 +18,11 @@ it holds, which is how sim_control knows a learner's command is in before it ste
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass, replace
 
+from acres_sim import topics
 from acres_sim.drive.speed_control import SpeedController
 from acres_sim.game.vehicle_client import VehicleCommand, VehicleInfo, VehicleReport
 
@@ -27,7 +30,8 @@ DBW_TIMEOUT_S = 0.1  # Dataspeed's: a subsystem without a command for this long 
 STANDSTILL_MPS = 0.05  # slower than this the vehicle counts as stopped (hold, change gear)
 STOP_BRAKE = 1.0  # the brake of a release (watchdog, disable) and of a hold at rest
 
-# ds_dbw_msgs 2.x constants (the message definitions' numbers; the core does not import them).
+# ds_dbw_msgs 2.x constants (the message definitions' numbers; the core does not import them, and
+# test/lint/test_interfaces.py holds them to the package's where it imports).
 STEER_CMD_NONE, STEER_CMD_TORQUE, STEER_CMD_ANGLE, STEER_CMD_CURVATURE = 0, 1, 2, 3
 STEER_CMD_YAW_RATE, STEER_CMD_SET_OFFSET, STEER_CMD_PERCENT, STEER_CMD_CALIBRATE = 4, 13, 14, 15
 STEER_CMD_NAMES = {0: "CMD_NONE", 1: "CMD_TORQUE", 2: "CMD_ANGLE", 3: "CMD_CURVATURE", 4: "CMD_YAW_RATE",
@@ -41,6 +45,71 @@ GEAR_NAMES = {0: "NONE", 1: "PARK", 2: "REVERSE", 3: "NEUTRAL", 4: "DRIVE", 5: "
               7: "SPORT", 15: "CALIBRATE"}
 GEAR_BY_VALUE = {GEAR_PARK: "park", GEAR_REVERSE: "reverse", GEAR_NEUTRAL: "neutral", GEAR_DRIVE: "drive"}
 GEAR_VALUE = {name: value for value, name in GEAR_BY_VALUE.items()}
+
+
+class Mode(enum.Enum):
+    """Who drives the vehicle."""
+
+    ROUTE = "route"  # nothing under command: the vehicle drives its route
+    DBW = "dbw"  # drive-by-wire, from vehicle/enable
+    ACKERMANN = "ackermann"  # the latest Ackermann command
+    CMD_VEL = "cmd_vel"  # the latest Twist command
+    RELEASED = "released"  # vehicle/disable: throttle off, brakes to a stop, steering held
+    AWAITING = "awaiting"  # under command, a reset put it back on its route: the next command is awaited
+
+
+SOURCES = (Mode.DBW, Mode.ACKERMANN, Mode.CMD_VEL)  # the modes in which a source drives
+UNDER_COMMAND = (*SOURCES, Mode.AWAITING)  # sim_control waits for a command before each step
+
+
+class Event(enum.Enum):
+    ENABLE = "vehicle/enable"
+    DISABLE = "vehicle/disable"
+    DBW_COMMAND = "a drive-by-wire command"
+    ACKERMANN = "an Ackermann command"
+    CMD_VEL = "a Twist command"
+    BACK_ON_ROUTE = "a reset put the vehicle back on its route"
+    CLOCK_BACK = "a reset took the clock back"
+    RESET_IN_PLACE = "a reset left the vehicle where it was"
+
+
+@dataclass(frozen=True)
+class DriveState:
+    mode: Mode = Mode.ROUTE
+    # The commands held are older than a reset that left the source driving: the next is awaited.
+    stale: bool = False
+
+
+def transition(state: DriveState, event: Event) -> DriveState:
+    """The one place where who drives changes. Inputs that are not used (a drive-by-wire command
+    while it is disabled, Ackermann while it is enabled) are refused before they get here."""
+    mode = state.mode
+    if event is Event.ENABLE:
+        return state if mode is Mode.DBW else DriveState(Mode.DBW)
+    if event is Event.DISABLE:
+        if mode in SOURCES:
+            return DriveState(Mode.RELEASED)
+        return DriveState(Mode.ROUTE) if mode is Mode.AWAITING else state
+    if event is Event.DBW_COMMAND:
+        return DriveState(Mode.DBW)
+    if event is Event.ACKERMANN:
+        return DriveState(Mode.ACKERMANN)
+    if event is Event.CMD_VEL:
+        return DriveState(Mode.CMD_VEL)
+    if event is Event.BACK_ON_ROUTE:
+        return DriveState(Mode.AWAITING if mode in UNDER_COMMAND else Mode.ROUTE)
+    # CLOCK_BACK, RESET_IN_PLACE: the source drives on, with what it held before the reset
+    return DriveState(mode, stale=mode in SOURCES)
+
+
+@dataclass(frozen=True)
+class HeldCommand:
+    """What vehicle/held_command says (sim_control's lockstep rule): the stamp of the command the
+    vehicle holds and the source that drives; "" when nothing is under command, HELD_AWAITING while
+    the next command is awaited."""
+
+    stamp_s: float
+    source: str
 
 
 class Refused(ValueError):
@@ -104,6 +173,7 @@ class AckermannTarget:
     steer_rate: float  # 0 = as fast as the actuator
     speed: float
     accel: float  # 0 = the controller's own
+    timed_out: bool = False  # the watchdog fired: release the throttle and brake to a stop
 
 
 class VehicleDriver:
@@ -114,38 +184,45 @@ class VehicleDriver:
         self.command_timeout_s = command_timeout_s
         self.controller = SpeedController(speed_kp, speed_ki)
         self.report: VehicleReport | None = None
-        self.dbw_enabled = False
+        self.state = DriveState()
         self.steering, self.throttle, self.brake = Subsystem(), Subsystem(), Subsystem()
         self.gear_request: str | None = None
         self._enabled_at = 0.0
         self._target: AckermannTarget | None = None
-        self._target_source: str | None = None
-        self.timed_out = False  # the Ackermann / Twist watchdog fired
-        self.released = False  # vehicle/disable, or the drive-by-wire source gone: brake to a stop
         self._released_at = 0.0
-        self._steer = 0.0  # the steering the Ackermann source asks now (ramped)
+        self._steer = 0.0  # the steering asked now (ramped)
         self._last_compute: float | None = None
-        # Since a reset, until the next command: sim_control waits for it (held_command "awaiting").
-        self.awaiting = False
-        # A source drove since the start or the last disable: sim_control waits for each request's
-        # command. A reset does not end it (the learner goes on after it).
-        self.under_command = False
+
+    def _on(self, event: Event) -> bool:
+        """Take an event; True when it changed the state."""
+        before = self.state
+        self.state = transition(before, event)
+        return self.state != before
 
     # -- who drives --------------------------------------------------------------------------------
 
     @property
-    def source(self) -> str | None:
-        """"dbw", "ackermann", "cmd_vel", or None (nothing drives: the route, or released)."""
-        if self.dbw_enabled:
-            return "dbw"
-        if self.released:
-            return None
-        return self._target_source
+    def mode(self) -> Mode:
+        return self.state.mode
 
     @property
-    def awaited(self) -> bool:
-        """Under command, but nothing drives since a reset: the next command is awaited."""
-        return self.under_command and (self.awaiting or self.source is None)
+    def source(self) -> str | None:
+        """"dbw", "ackermann", "cmd_vel", or None (nothing drives: the route, released, awaiting)."""
+        return self.mode.value if self.mode in SOURCES else None
+
+    @property
+    def dbw_enabled(self) -> bool:
+        return self.mode is Mode.DBW
+
+    def held(self, game_stamp_s: float | None = None) -> HeldCommand:
+        """What vehicle/held_command says now; game_stamp_s: the stamp the game said it holds."""
+        mode = self.mode
+        if mode not in UNDER_COMMAND:
+            return HeldCommand(game_stamp_s or 0.0, "")
+        if mode is Mode.AWAITING or self.state.stale:
+            return HeldCommand(game_stamp_s or 0.0, topics.HELD_AWAITING)
+        stamp = self._command_stamp() if game_stamp_s is None else game_stamp_s
+        return HeldCommand(stamp or 0.0, mode.value)
 
     @property
     def now(self) -> float:
@@ -161,11 +238,10 @@ class VehicleDriver:
     def enable(self) -> bool:
         """True when this changed something."""
         now = self.now
-        if self.dbw_enabled:
+        if not self._on(Event.ENABLE):
             return False
-        self.dbw_enabled, self.released, self._enabled_at = True, False, now
-        self.awaiting, self.under_command = False, True
-        self._target = self._target_source = None
+        self._enabled_at = now
+        self._target = None
         for sub in (self.steering, self.throttle, self.brake):
             sub.release()
         self.steering.value = self._steer = self.report.steer_rad if self.report is not None else 0.0
@@ -176,21 +252,18 @@ class VehicleDriver:
     def disable(self) -> bool:
         """Drive-by-wire off, and whichever source drives is released (brakes to a stop)."""
         now = self.now
-        changed = self.dbw_enabled or self.source is not None
-        if changed:
-            self._release(now)
-        self.dbw_enabled = self.under_command = False
-        return changed
-
-    def _release(self, now: float) -> None:
-        self.released, self._released_at = True, now
-        self._steer = self.report.steer_request_rad if self.report is not None else 0.0
+        driving = self.mode in SOURCES
+        self._on(Event.DISABLE)
+        if driving:
+            self._released_at = now
+            self._steer = self.report.steer_request_rad if self.report is not None else 0.0
+        return driving
 
     def _dbw_ready(self, what: str) -> float:
         now = self.now
         if not self.dbw_enabled:
             raise Ignored(f"{what} ignored: drive-by-wire is disabled (publish std_msgs/msg/Empty on "
-                          "vehicle/enable)")
+                          f"{topics.VEHICLE_ENABLE})")
         return now
 
     def steering_cmd(self, stamp: float | None, cmd_type: int, cmd: float, cmd_rate: float,
@@ -214,9 +287,9 @@ class VehicleDriver:
             angle = 0.0
         rate_deg = _within("steering cmd_rate", cmd_rate, 0.0, 1e4, "deg/s")
         stamp_s = self._stamp(stamp)
-        now = self._dbw_ready("vehicle/steering/cmd")
+        now = self._dbw_ready(topics.STEERING_CMD)
+        self._on(Event.DBW_COMMAND)
         sub = self.steering
-        self.awaiting = False
         sub.cmd_type, sub.cmd, sub.stamp, sub.arrived, sub.timeout = cmd_type, float(cmd), stamp_s, now, False
         sub.rate = math.radians(rate_deg) / info.steering_ratio
         sub.engaged = bool(enable) and cmd_type != STEER_CMD_NONE
@@ -225,25 +298,27 @@ class VehicleDriver:
         elif self.report is not None:
             sub.value = self.report.steer_rad  # not steered: the wheel stays where it is
 
-    def _pedal_cmd(self, sub: Subsystem, what: str, names: dict[int, str], stamp: float | None,
-                   cmd_type: int, cmd: float, enable: bool) -> None:
+    def _pedal_cmd(self, sub: Subsystem, what: str, topic: str, names: dict[int, str],
+                   stamp: float | None, cmd_type: int, cmd: float, enable: bool) -> None:
         if cmd_type not in names:
             raise Refused(f"{what} cmd_type {cmd_type} is not a constant of its message")
         if cmd_type not in (PEDAL_CMD_NONE, PEDAL_CMD_PERCENT):
             raise Unsupported(f"{what} {names[cmd_type]} is not served (CMD_PERCENT is)")
         percent = _within(f"{what} cmd", cmd, 0.0, 100.0, "%") if cmd_type == PEDAL_CMD_PERCENT else 0.0
         stamp_s = self._stamp(stamp)
-        now = self._dbw_ready(f"vehicle/{what}/cmd")
-        self.awaiting = False
+        now = self._dbw_ready(topic)
+        self._on(Event.DBW_COMMAND)
         sub.cmd_type, sub.cmd, sub.stamp, sub.arrived, sub.timeout = cmd_type, float(cmd), stamp_s, now, False
         sub.engaged = bool(enable) and cmd_type == PEDAL_CMD_PERCENT
         sub.value = percent / 100.0 if sub.engaged else 0.0
 
     def throttle_cmd(self, stamp: float | None, cmd_type: int, cmd: float, enable: bool) -> None:
-        self._pedal_cmd(self.throttle, "throttle", THROTTLE_CMD_NAMES, stamp, cmd_type, cmd, enable)
+        self._pedal_cmd(self.throttle, "throttle", topics.THROTTLE_CMD, THROTTLE_CMD_NAMES, stamp, cmd_type,
+                        cmd, enable)
 
     def brake_cmd(self, stamp: float | None, cmd_type: int, cmd: float, enable: bool) -> None:
-        self._pedal_cmd(self.brake, "brake", BRAKE_CMD_NAMES, stamp, cmd_type, cmd, enable)
+        self._pedal_cmd(self.brake, "brake", topics.BRAKE_CMD, BRAKE_CMD_NAMES, stamp, cmd_type, cmd,
+                        enable)
 
     def gear_cmd(self, stamp: float | None, gear: int) -> None:
         if gear not in GEAR_NAMES:
@@ -251,7 +326,7 @@ class VehicleDriver:
         if gear != GEAR_NONE and gear not in GEAR_BY_VALUE:
             raise Unsupported(f"gear {GEAR_NAMES[gear]} is not served (PARK, REVERSE, NEUTRAL, DRIVE are)")
         self._stamp(stamp)
-        self._dbw_ready("vehicle/gear/cmd")
+        self._dbw_ready(topics.GEAR_CMD)
         if gear != GEAR_NONE:
             self.gear_request = GEAR_BY_VALUE[gear]
 
@@ -265,7 +340,7 @@ class VehicleDriver:
                        0.0, 1e3, "rad/s")
         v = _within("speed", speed, -info.max_reverse_mps, info.max_speed_mps, "m/s")
         a = _within("acceleration", abs(_finite("acceleration", accel)), 0.0, 100.0, "m/s^2")
-        self._take_target("ackermann", stamp, steer, rate, v, a)
+        self._take_target(Event.ACKERMANN, stamp, steer, rate, v, a)
 
     def twist_cmd(self, stamp: float | None, linear_x: float, angular_z: float) -> None:
         """The bicycle model: the road-wheel angle that turns at angular_z at linear_x, clamped to
@@ -280,24 +355,23 @@ class VehicleDriver:
             steer = self._target.steer_rad
         else:
             steer = self.report.steer_request_rad if self.report is not None else 0.0
-        self._take_target("cmd_vel", stamp, steer, 0.0, v, 0.0)
+        self._take_target(Event.CMD_VEL, stamp, steer, 0.0, v, 0.0)
 
-    def _take_target(self, source: str, stamp: float | None, steer: float, rate: float, speed: float,
+    def _take_target(self, event: Event, stamp: float | None, steer: float, rate: float, speed: float,
                      accel: float) -> None:
         stamp_s = self._stamp(stamp)
         now = self.now
         if self.dbw_enabled:
-            topic = "vehicle/ackermann_cmd" if source == "ackermann" else "cmd_vel"
-            raise Ignored(f"{topic} ignored: drive-by-wire is enabled and drives (publish vehicle/disable "
-                          "to drive by Ackermann or Twist)")
-        if self._target_source != source or self.released:
+            topic = topics.ACKERMANN_CMD if event is Event.ACKERMANN else topics.CMD_VEL
+            raise Ignored(f"{topic} ignored: drive-by-wire is enabled and drives (publish "
+                          f"{topics.VEHICLE_DISABLE} to drive by Ackermann or Twist)")
+        before = self.mode
+        self._on(event)
+        if self.mode is not before:  # another source, or driving again: start the controller afresh
             self.controller.reset()
             self._steer = self.report.steer_request_rad if self.report is not None else steer
             self._last_compute = None
         self._target = AckermannTarget(stamp_s, now, steer, rate, speed, accel)
-        self._target_source = source
-        self.released = self.timed_out = self.awaiting = False
-        self.under_command = True
 
     # -- the vehicle's side ------------------------------------------------------------------------
 
@@ -312,13 +386,13 @@ class VehicleDriver:
         back_on_route = (report.reset is not None and not report.driven) or (
             before is not None and before.driven and not report.driven)
         if back_on_route:
-            self._reset(now)
+            self._back_on_route()
             return True
         if before is not None and now < before.time_s - 1e-9:
             self._restart_clock(now)
             return True
         if report.reset is not None:  # a reset that changed nothing here: the next command is awaited
-            self.awaiting = self.source is not None or self.awaiting
+            self._on(Event.RESET_IN_PLACE)
             return True
         for sub in (self.steering, self.throttle, self.brake):
             if sub.engaged and now - sub.arrived > DBW_TIMEOUT_S + 1e-9:
@@ -326,8 +400,9 @@ class VehicleDriver:
                 if sub is self.steering:
                     sub.value = report.steer_rad
         target = self._target
-        if target is not None and not self.timed_out and now - target.arrived > self.command_timeout_s + 1e-9:
-            self.timed_out = True
+        late = target is not None and now - target.arrived > self.command_timeout_s + 1e-9
+        if late and target is not None and not target.timed_out:
+            self._target = replace(target, timed_out=True)
         return False
 
     def _restart_clock(self, now: float) -> None:
@@ -339,28 +414,27 @@ class VehicleDriver:
             self._target = replace(self._target, arrived=now, stamp=now)
         self._enabled_at = self._released_at = now
         self._last_compute = None
-        self.awaiting = True
+        self._on(Event.CLOCK_BACK)
 
-    def _reset(self, now: float) -> None:
-        self.dbw_enabled = self.released = self.timed_out = False
+    def _back_on_route(self) -> None:
+        self._on(Event.BACK_ON_ROUTE)
         for sub in (self.steering, self.throttle, self.brake):
             sub.release()
         self.gear_request = None
-        self._target = self._target_source = None
+        self._target = None
         self.controller.reset()
         self._last_compute = None
-        self.awaiting = True
 
-    def held_stamp(self) -> float | None:
+    def _command_stamp(self) -> float | None:
         """The stamp the command to forward carries: the oldest of the engaged drive-by-wire
         subsystems' (all of a learner's commands are in), else the source's own."""
-        source = self.source
-        if source == "dbw":
+        mode = self.mode
+        if mode is Mode.DBW:
             engaged = [sub.stamp for sub in (self.steering, self.throttle, self.brake) if sub.engaged]
             return min(engaged) if engaged else self._enabled_at
-        if source is not None and self._target is not None:
+        if mode in SOURCES and self._target is not None:
             return self._target.stamp
-        if self.released:
+        if mode is Mode.RELEASED:
             return self._released_at
         return None
 
@@ -371,39 +445,40 @@ class VehicleDriver:
         report = self.report
         if report is None:
             return None
-        source = self.source
-        if source is None and not self.released:
+        mode = self.mode
+        if mode not in (*SOURCES, Mode.RELEASED):
             return None
         now = report.time_s
         dt = 0.0 if self._last_compute is None else max(0.0, now - self._last_compute)
         self._last_compute = now
-        stamp = self.held_stamp()
-        if source is None:  # released: brake to a stop, steering held
+        stamp = self._command_stamp()
+        if mode is Mode.RELEASED:  # brake to a stop, steering held
             return VehicleCommand(stamp, self._steer, 0.0, STOP_BRAKE, report.gear)
-        if source == "dbw":
+        if mode is Mode.DBW:
             return self._dbw_command(report, stamp, dt)
         return self._ackermann_command(report, stamp, dt)
 
+    def _ramp_steer(self, target_rad: float, rate: float, dt: float) -> float:
+        """The steering asked now: toward target_rad at `rate` rad/s (0: at once)."""
+        if rate > 0.0:
+            step = rate * dt
+            self._steer += max(-step, min(step, target_rad - self._steer))
+        else:
+            self._steer = target_rad
+        return self._steer
+
     def _dbw_command(self, report: VehicleReport, stamp: float | None, dt: float) -> VehicleCommand:
         steering = self.steering
-        if steering.engaged and steering.rate > 0.0:
-            step = steering.rate * dt
-            self._steer += max(-step, min(step, steering.value - self._steer))
-        else:
-            self._steer = steering.value
+        self._ramp_steer(steering.value, steering.rate if steering.engaged else 0.0, dt)
         gear = self.gear_request or report.gear
         return VehicleCommand(stamp, self._steer, self.throttle.value, self.brake.value, gear)
 
     def _ackermann_command(self, report: VehicleReport, stamp: float | None, dt: float) -> VehicleCommand:
         target = self._target
         assert target is not None
-        if target.steer_rate > 0.0:
-            step = target.steer_rate * dt
-            self._steer += max(-step, min(step, target.steer_rad - self._steer))
-        else:
-            self._steer = target.steer_rad
+        self._ramp_steer(target.steer_rad, target.steer_rate, dt)
         speed = report.speed_mps
-        if self.timed_out:  # release the pedals and brake to a stop, steering held
+        if target.timed_out:  # release the pedals and brake to a stop, steering held
             self.controller.reset()
             return VehicleCommand(stamp, self._steer, 0.0, STOP_BRAKE, report.gear)
         if target.speed > 0.0:

@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         game = FakeGame.start(config, args.control_port)
-        if not game.session.listening_agents:
+        if not game.session.agents:
             game.stop()
             ports = ", ".join(str(a.port) for a in config.agents)
             print(f"fake_game: exiting: no stream could listen on 127.0.0.1 port {ports} (in use by another "

@@ -14,14 +14,13 @@ import json
 import logging
 import math
 import socket
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from acres_sim.stream.client import Backoff, LogLimiter
-from acres_sim.stream.lines import TOO_LONG, read_lines
-from acres_sim.stream.loopback import require_loopback
+from acres_sim.net.lines import TOO_LONG, read_lines
+from acres_sim.net.log_limiter import LogLimiter
+from acres_sim.net.reconnect import ReconnectLoop
 
 _LOG = logging.getLogger("acres_sim.game.vehicle_client")
 MAX_LINE_BYTES = 64 * 1024
@@ -152,80 +151,45 @@ class VehicleClient:
                  on_held: Callable[[float | None], None] = lambda stamp_s: None,
                  host: str = "127.0.0.1", reconnect_min_s: float = 0.5, reconnect_max_s: float = 5.0,
                  logger: logging.Logger | None = None):
-        self.host = require_loopback(host)
-        self.port = int(port)
         self._on_info, self._on_report, self._on_barrier = on_info, on_report, on_barrier
         self._on_held = on_held
-        self._backoff = Backoff(reconnect_min_s, reconnect_max_s)
         self._log = logger if logger is not None else _LOG
         self._faults = LogLimiter()
-        self._stop = threading.Event()
-        self._sock_lock = threading.Lock()
-        self._sock: socket.socket | None = None
-        self._thread: threading.Thread | None = None
-        self.connected = False
+        self._link = ReconnectLoop(host, port, self._serve, name=f"vehicle-client-{port}",
+                                   reconnect_min_s=reconnect_min_s, reconnect_max_s=reconnect_max_s,
+                                   on_unreachable=self._on_unreachable)
+        self.host, self.port = self._link.host, self._link.port
+        self._stop = self._link.stopping
+
+    @property
+    def connected(self) -> bool:
+        return self._link.connected
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=f"vehicle-client-{self.port}", daemon=True)
-        self._thread.start()
+        self._link.start()
 
     def stop(self, timeout_s: float = 1.0) -> None:
-        self._stop.set()
-        with self._sock_lock:
-            if self._sock is not None:
-                try:
-                    self._sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-        if self._thread is not None:
-            self._thread.join(timeout_s)
+        self._link.stop(timeout_s)
 
     def send(self, command: VehicleCommand) -> bool:
         """Forward a command; False when there is no connection (the command is not kept)."""
         line = json.dumps({"type": "command", "stamp_s": command.stamp_s,
                            "steer_request_rad": command.steer_request_rad, "throttle": command.throttle,
                            "brake": command.brake, "gear": command.gear}).encode() + b"\n"
-        with self._sock_lock:
-            if self._sock is None:
-                return False
-            try:
-                self._sock.sendall(line)
-                return True
-            except OSError:
-                return False
+        return self._link.sendall(line)
 
     # -- reader thread ----------------------------------------------------------------------------
 
-    def _run(self) -> None:
-        reported_down = False
-        while not self._stop.is_set():
-            try:
-                sock = socket.create_connection((self.host, self.port), timeout=2.0)
-            except OSError as exc:
-                if not reported_down:
-                    self._log.warning(f"Vehicle Bridge {self.host}:{self.port} not reachable ({exc}); "
-                                      "trying again")
-                    reported_down = True
-                self._stop.wait(self._backoff.next_delay())
-                continue
-            reported_down = False
-            self._backoff.reset()
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.settimeout(None)
-            with self._sock_lock:
-                self._sock = sock
-            self.connected = True
-            self._log.info(f"Vehicle Bridge connected to {self.host}:{self.port}")
-            try:
-                self._read(sock)
-            finally:
-                self.connected = False
-                with self._sock_lock:
-                    self._sock = None
-                sock.close()
-            if not self._stop.is_set():
-                self._log.warning(f"Vehicle Bridge {self.host}:{self.port} disconnected; connecting again")
-                self._stop.wait(self._backoff.next_delay())
+    def _on_unreachable(self, reason: str, changed: bool) -> None:
+        if changed:
+            self._log.warning(f"Vehicle Bridge {self._link.address} not reachable ({reason}); trying again")
+
+    def _serve(self, sock: socket.socket) -> None:
+        self._link.backoff.reset()
+        self._log.info(f"Vehicle Bridge connected to {self._link.address}")
+        self._read(sock)
+        if not self._stop.is_set():
+            self._log.warning(f"Vehicle Bridge {self._link.address} disconnected; connecting again")
 
     def _read(self, sock: socket.socket) -> None:
         for line in read_lines(sock, self._stop, MAX_LINE_BYTES):
@@ -259,4 +223,4 @@ class VehicleClient:
     def _bad(self, key: str, message: str) -> None:
         silenced = self._faults.allow(key)
         if silenced is not None:
-            self._log.warning(message + (f" ({silenced} more like it)" if silenced else ""))
+            self._log.warning(message + self._faults.suffix(silenced))

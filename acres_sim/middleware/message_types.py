@@ -1,4 +1,4 @@
-"""The message class of every type name acres_sim.convert.topics uses (needs the ROS message packages):
+"""The message class of every type name acres_sim.convert.topic_plan uses (needs the ROS message packages):
 the bridge creates its publishers from it, the demo and the benchmark their subscriptions."""
 
 from __future__ import annotations

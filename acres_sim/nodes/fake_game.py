@@ -33,7 +33,7 @@ class FakeGameNode(RunnableNode):
 
     def start(self) -> None:
         self.game = FakeGame.start(self.config.session, self.config.control_port, log=self._log_line)
-        if not self.game.session.listening_agents:
+        if not self.game.session.agents:
             ports = ", ".join(str(a.port) for a in self.config.session.agents)
             raise StartFailed(f"no stream could listen on 127.0.0.1 port {ports} (in use by another "
                               "program?): nothing to serve")

@@ -15,7 +15,7 @@ from acres_sim.fake_game.simulation.session_config import FLAVORS, SessionConfig
 from acres_sim.game.control_client import DEFAULT_CONTROL_PORT
 from acres_sim.game.vehicle_client import DEFAULT_VEHICLE_PORT
 from acres_sim.stream.frame_reader import DEFAULT_MAX_PAYLOAD_BYTES
-from acres_sim.stream.loopback import NotLoopbackError, require_loopback
+from acres_sim.net.loopback import NotLoopbackError, require_loopback
 from acres_sim.stream.protocol import DEFAULT_STREAM_PORT
 
 

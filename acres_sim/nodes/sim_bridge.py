@@ -34,7 +34,8 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import UInt64
 from tf2_msgs.msg import TFMessage
 
-from acres_sim.convert import topics
+from acres_sim import topics
+from acres_sim.convert.topic_plan import expected_rates, topic_plan
 from acres_sim.convert.converter import FrameConverter, jpeg_unavailable, payload_layout
 from acres_sim.middleware.cdr_publisher import CdrPublisher, wait_until_acked, why_gil_is_held
 from acres_sim.middleware.message_types import MESSAGE_TYPES
@@ -44,7 +45,8 @@ from acres_sim.stream import diagnostics
 from acres_sim.stream.client import Frame, StreamClient
 from acres_sim.stream.handoff import HandoffQueue, LatestSlot
 from acres_sim.stream.payload_buffers import PayloadBuffer
-from acres_sim.stream.protocol import CameraFrame, FrameHeader, FrameType, Hello, LidarFrame, type_name
+from acres_sim.stream.protocol import CameraFrame, FrameHeader, FrameType, LidarFrame, type_name
+from acres_sim.stream.hello import Hello
 from acres_sim.stream.stats import SnapshotHistory, StatsSnapshot, StreamStats
 
 # ---------------------------------------------------------------------------------------------
@@ -299,9 +301,8 @@ class SimBridge(RunnableNode):
             self.get_logger().info(f"same Hello from agent {hello.agent}: publishers kept")
             return
         converter = FrameConverter(hello, self.settings)  # raises on a Hello with a broken frame tree
-        plan = topics.topic_plan(hello, ground_truth=self.config.publish_ground_truth,
-                                 tf=self.settings.tf_source != "none",
-                                 compressed=self._jpeg_unavailable is None)
+        plan = topic_plan(hello, ground_truth=self.config.publish_ground_truth,
+                          tf=self.settings.tf_source != "none", compressed=self._jpeg_unavailable is None)
         # Publishers are made and destroyed here, on the reader thread, while the executor spins the
         # node: the executor never touches publishers (no callbacks of theirs but QoS events), and
         # rclpy destroys a handle only once no thread holds it (the serialized publisher holds it
@@ -331,7 +332,7 @@ class SimBridge(RunnableNode):
         facts = diagnostics.StreamFacts(
             state=self._client.state, detail=self._client.state_detail,
             agent=hello.agent if hello else "", vehicle=hello.vehicle if hello else "",
-            address=f"{self.config.host}:{self.config.port}", expected_hz=topics.expected_rates(hello),
+            address=f"{self.config.host}:{self.config.port}", expected_hz=expected_rates(hello),
             barrier_waits=self._barrier_waits, queued_frames=len(self._queue),
             extra=(("compressed images encoded", str(self._jpeg_encoded)),
                    ("compressed images skipped", str(self._jpeg_skipped))))

@@ -22,9 +22,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
-import time
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -37,12 +35,13 @@ from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import EntityState, Result, SimulationState, SimulatorFeatures
 from std_msgs.msg import Header, UInt64
 
-from acres_sim.convert import topics
+from acres_sim import topics
+from acres_sim.control.lockstep import BarrierWatch, HeldCommands
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
 from acres_sim.game.control_client import AgentState, ControlClient, ControlRefused, ControlUnavailable
 from acres_sim.nodes.parameters import SERVICE_CHUNK_STEPS, SIM_CONTROL, sim_control_config
 from acres_sim.nodes.runner import RunnableNode, run
-from acres_sim.stream.protocol import PHYSICS_HZ
+from acres_sim.stream.timing import PHYSICS_HZ
 
 BARRIER_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 HELD_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
@@ -93,80 +92,6 @@ class Unsupported(Exception):
     """A request for a feature the simulator does not offer (FEATURE_UNSUPPORTED)."""
 
 
-class BarrierWatch:
-    """The sim/barrier steps each agent's bridge published, numbered in arrival order, so that a
-    request can wait for the barriers that arrive after it was sent (a TIME reset makes step
-    numbers repeat)."""
-
-    def __init__(self, agents: Iterable[str]):
-        self._cond = threading.Condition()
-        self._count = 0
-        self._seen: dict[str, deque[tuple[int, int]]] = {a: deque(maxlen=64) for a in agents}
-
-    def mark(self) -> int:
-        with self._cond:
-            return self._count
-
-    def arrived(self, agent: str, step: int) -> None:
-        with self._cond:
-            self._count += 1
-            self._seen[agent].append((self._count, step))
-            self._cond.notify_all()
-
-    def wait(self, step: int, since: int, timeout_s: float) -> list[str]:
-        """Wait until every agent's barrier of `step` arrived after mark `since`; the agents still
-        missing when timeout_s ran out (empty: all arrived)."""
-        deadline = time.monotonic() + timeout_s
-        with self._cond:
-            while True:
-                missing = [agent for agent, seen in self._seen.items()
-                           if not any(n > since and s == step for n, s in seen)]
-                left = deadline - time.monotonic()
-                if not missing or left <= 0:
-                    return missing
-                self._cond.wait(left)
-
-
-class HeldCommands:
-    """Each agent's vehicle/held_command: the stamp of the command its vehicle holds, and the source
-    that drives it ("" none under command; AWAITING: under command, nothing since a reset)."""
-
-    def __init__(self, agents: Iterable[str]):
-        self._cond = threading.Condition()
-        self._held: dict[str, tuple[float, str] | None] = {a: None for a in agents}  # None: unknown
-
-    def update(self, agent: str, msg: Header) -> None:
-        with self._cond:
-            self._held[agent] = (msg.stamp.sec + msg.stamp.nanosec * 1e-9, msg.frame_id)
-            self._cond.notify_all()
-
-    def forget(self) -> None:
-        """Before a reset: what the bridges said before it no longer counts (they say it again)."""
-        with self._cond:
-            for agent in self._held:
-                self._held[agent] = None
-
-    def under_command(self) -> bool:
-        with self._cond:
-            return any(h is None or h[1] != "" for h in self._held.values())
-
-    def wait(self, now: float, timeout_s: float) -> list[str]:
-        """Wait until every agent under command holds a command stamped at or after `now`; the
-        agents still late when timeout_s ran out."""
-        deadline = time.monotonic() + timeout_s
-
-        def late() -> list[str]:
-            return [a for a, h in self._held.items()
-                    if h is None or h[1] == topics.HELD_AWAITING or (h[1] != "" and h[0] < now - 1e-6)]
-        with self._cond:
-            while True:
-                missing = late()
-                left = deadline - time.monotonic()
-                if not missing or left <= 0:
-                    return missing
-                self._cond.wait(left)
-
-
 class SimControl(RunnableNode):
     def __init__(self, **kwargs: Any):
         super().__init__("sim_control", **kwargs)
@@ -197,7 +122,8 @@ class SimControl(RunnableNode):
                     lambda msg, agent=agent: self.vehicle_barriers.arrived(agent, msg.data), BARRIER_QOS)
                 self._barrier_node.create_subscription(
                     Header, f"/{agent}/{topics.VEHICLE_HELD_COMMAND}",
-                    lambda msg, agent=agent: self.held.update(agent, msg), HELD_QOS)
+                    lambda msg, agent=agent: self.held.update(
+                        agent, msg.stamp.sec + msg.stamp.nanosec * 1e-9, msg.frame_id), HELD_QOS)
 
         group = ReentrantCallbackGroup()
         serve: dict[str, tuple[Any, Callable[[Any, Any], Any]]] = {
@@ -224,10 +150,6 @@ class SimControl(RunnableNode):
             f"{self.get_namespace()}; a step answers after every agent's sim/barrier"
             f"{' and vehicle/barrier' if self.vehicle_bridges else ''} "
             f"(at most {self.barrier_timeout_s:g} s)")
-
-    @property
-    def barrier_node(self) -> Node:
-        return self._barrier_node
 
     def executors(self) -> list[Executor]:
         """The barriers on an executor of their own; the services and the action, which may block,

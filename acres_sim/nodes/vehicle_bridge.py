@@ -22,13 +22,14 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, Empty, Header, UInt64
 
-from acres_sim.convert import topics
+from acres_sim import topics
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
 from acres_sim.drive.driver import (
     GEAR_VALUE,
     PEDAL_CMD_PERCENT,
     STEER_CMD_ANGLE,
     Ignored,
+    HeldCommand,
     Refused,
     Subsystem,
     Unsupported,
@@ -39,7 +40,7 @@ from acres_sim.game.vehicle_client import VehicleClient, VehicleInfo, VehicleRep
 from acres_sim.middleware.cdr_publisher import wait_until_acked
 from acres_sim.nodes.parameters import VEHICLE_BRIDGE, vehicle_bridge_config
 from acres_sim.nodes.runner import RosLogging, RunnableNode, run
-from acres_sim.stream.client import LogLimiter
+from acres_sim.net.log_limiter import LogLimiter
 
 try:  # released for Humble and Jazzy, not for Kilted: without it, Ackermann and Twist only
     from ds_dbw_msgs import msg as dbw
@@ -65,38 +66,38 @@ class VehicleBridge(RunnableNode):
         self._stopping = threading.Event()
         self.driver: VehicleDriver | None = None
         self.info: VehicleInfo | None = None
-        self._held_published: tuple[float | None, str] | None = None
+        self._held_published: HeldCommand | None = None
         self._warned_unsupported: set[str] = set()
         self._refusals = LogLimiter(period_s=2.0)
         self._enabled_published: bool | None = None
 
         pub = self.create_publisher
-        self._ackermann_state = pub(AckermannDriveStamped, "vehicle/ackermann_state", REPORT_QOS)
-        self._dbw_enabled = pub(Bool, "vehicle/dbw_enabled", LATCHED_QOS)
+        self._ackermann_state = pub(AckermannDriveStamped, topics.ACKERMANN_STATE, REPORT_QOS)
+        self._dbw_enabled = pub(Bool, topics.DBW_ENABLED, LATCHED_QOS)
         self._held = pub(Header, topics.VEHICLE_HELD_COMMAND, LATCHED_QOS)
         self._barrier = pub(UInt64, topics.VEHICLE_BARRIER, REPORT_QOS)
         self._reports: list[Any] = [self._ackermann_state]
         sub = self.create_subscription
-        sub(Empty, "vehicle/enable", lambda _: self._switch(True), COMMAND_QOS)
-        sub(Empty, "vehicle/disable", lambda _: self._switch(False), COMMAND_QOS)
-        sub(AckermannDriveStamped, "vehicle/ackermann_cmd", self._on_ackermann, COMMAND_QOS)
+        sub(Empty, topics.VEHICLE_ENABLE, lambda _: self._switch(True), COMMAND_QOS)
+        sub(Empty, topics.VEHICLE_DISABLE, lambda _: self._switch(False), COMMAND_QOS)
+        sub(AckermannDriveStamped, topics.ACKERMANN_CMD, self._on_ackermann, COMMAND_QOS)
         if config.cmd_vel_stamped:
-            sub(TwistStamped, "cmd_vel", lambda m: self._on_twist(m.twist, m.header.stamp), COMMAND_QOS)
+            sub(TwistStamped, topics.CMD_VEL, lambda m: self._on_twist(m.twist, m.header.stamp), COMMAND_QOS)
         else:
-            sub(Twist, "cmd_vel", lambda m: self._on_twist(m, None), COMMAND_QOS)
+            sub(Twist, topics.CMD_VEL, lambda m: self._on_twist(m, None), COMMAND_QOS)
         if dbw is not None:
-            self._steering_report = pub(dbw.SteeringReport, "vehicle/steering/report", REPORT_QOS)
-            self._throttle_report = pub(dbw.ThrottleReport, "vehicle/throttle/report", REPORT_QOS)
-            self._brake_report = pub(dbw.BrakeReport, "vehicle/brake/report", REPORT_QOS)
-            self._gear_report = pub(dbw.GearReport, "vehicle/gear/report", REPORT_QOS)
-            self._wheel_speeds = pub(dbw.WheelSpeeds, "vehicle/wheel_speeds", REPORT_QOS)
-            self._velocity = pub(dbw.VehicleVelocity, "vehicle/vehicle_velocity", REPORT_QOS)
+            self._steering_report = pub(dbw.SteeringReport, topics.STEERING_REPORT, REPORT_QOS)
+            self._throttle_report = pub(dbw.ThrottleReport, topics.THROTTLE_REPORT, REPORT_QOS)
+            self._brake_report = pub(dbw.BrakeReport, topics.BRAKE_REPORT, REPORT_QOS)
+            self._gear_report = pub(dbw.GearReport, topics.GEAR_REPORT, REPORT_QOS)
+            self._wheel_speeds = pub(dbw.WheelSpeeds, topics.WHEEL_SPEEDS, REPORT_QOS)
+            self._velocity = pub(dbw.VehicleVelocity, topics.VEHICLE_VELOCITY, REPORT_QOS)
             self._reports += [self._steering_report, self._throttle_report, self._brake_report,
                               self._gear_report, self._wheel_speeds, self._velocity]
-            sub(dbw.SteeringCmd, "vehicle/steering/cmd", self._on_steering, COMMAND_QOS)
-            sub(dbw.ThrottleCmd, "vehicle/throttle/cmd", self._on_throttle, COMMAND_QOS)
-            sub(dbw.BrakeCmd, "vehicle/brake/cmd", self._on_brake, COMMAND_QOS)
-            sub(dbw.GearCmd, "vehicle/gear/cmd", self._on_gear, COMMAND_QOS)
+            sub(dbw.SteeringCmd, topics.STEERING_CMD, self._on_steering, COMMAND_QOS)
+            sub(dbw.ThrottleCmd, topics.THROTTLE_CMD, self._on_throttle, COMMAND_QOS)
+            sub(dbw.BrakeCmd, topics.BRAKE_CMD, self._on_brake, COMMAND_QOS)
+            sub(dbw.GearCmd, topics.GEAR_CMD, self._on_gear, COMMAND_QOS)
         else:
             self.get_logger().warning(
                 f"ds_dbw_msgs does not import ({DBW_IMPORT_ERROR}): serving vehicle/ackermann_cmd and "
@@ -110,10 +111,12 @@ class VehicleBridge(RunnableNode):
                                     reconnect_min_s=config.reconnect_min_s,
                                     reconnect_max_s=config.reconnect_max_s,
                                     logger=RosLogging(self.get_logger()))
-        dbw_inputs = "vehicle/{steering,throttle,brake,gear}/cmd, vehicle/enable, vehicle/disable, "
+        dbw_inputs = ", ".join((topics.STEERING_CMD, topics.THROTTLE_CMD, topics.BRAKE_CMD, topics.GEAR_CMD,
+                                topics.VEHICLE_ENABLE, topics.VEHICLE_DISABLE, ""))
         self.get_logger().info(
             f"Vehicle Bridge 127.0.0.1:{config.vehicle_port}; inputs: {dbw_inputs if dbw else ''}"
-            f"vehicle/ackermann_cmd, cmd_vel ({'TwistStamped' if config.cmd_vel_stamped else 'Twist'}); "
+            f"{topics.ACKERMANN_CMD}, {topics.CMD_VEL} "
+            f"({'TwistStamped' if config.cmd_vel_stamped else 'Twist'}); "
             f"{'lockstep' if config.lockstep else 'real time'}")
 
     def start(self) -> None:
@@ -186,26 +189,15 @@ class VehicleBridge(RunnableNode):
         if command is not None:
             self.client.send(command)
 
-    def _publish_held_locked(self, stamp_s: float | None = None, force: bool = False) -> None:
-        """vehicle/held_command: the stamp of the command the game holds and the source that drives;
-        "" when no source is under command, HELD_AWAITING after a reset until the next command. What
-        sim_control's lockstep rule reads."""
-        driver = self.driver
-        if driver is None or not driver.under_command:
-            source = ""
-        elif driver.awaited:
-            source = topics.HELD_AWAITING
-        else:
-            source = driver.source or ""
-        if stamp_s is None:
-            driving = driver is not None and source not in ("", topics.HELD_AWAITING)
-            stamp_s = (driver.held_stamp() or 0.0) if driving and driver is not None else 0.0
-        key = (stamp_s, source)
-        if key == self._held_published and not force:
+    def _publish_held_locked(self, game_stamp_s: float | None = None, force: bool = False) -> None:
+        """vehicle/held_command, as the driver says (what sim_control's lockstep rule reads);
+        game_stamp_s: the stamp the game just said it holds. Published when it changed, or forced."""
+        held = self.driver.held(game_stamp_s) if self.driver is not None else HeldCommand(0.0, "")
+        if held == self._held_published and not force:
             return
-        self._held_published = key
-        msg = Header(frame_id=source)
-        msg.stamp.sec, msg.stamp.nanosec = stamp_to_sec_nanosec(max(0.0, stamp_s))
+        self._held_published = held
+        msg = Header(frame_id=held.source)
+        msg.stamp.sec, msg.stamp.nanosec = stamp_to_sec_nanosec(max(0.0, held.stamp_s))
         self._held.publish(msg)
 
     # -- ROS inputs (executor) -------------------------------------------------------------------
@@ -253,31 +245,31 @@ class VehicleBridge(RunnableNode):
             if changed:
                 self.get_logger().info("drive-by-wire enabled: it drives" if enable
                                        else "disabled: throttle released, braking to a stop, steering held")
-        self._apply("vehicle/enable" if enable else "vehicle/disable", call)
+        self._apply(topics.VEHICLE_ENABLE if enable else topics.VEHICLE_DISABLE, call)
 
     def _on_steering(self, msg: Any) -> None:
-        self._apply("vehicle/steering/cmd", lambda d: d.steering_cmd(
+        self._apply(topics.STEERING_CMD, lambda d: d.steering_cmd(
             _stamp(msg.header.stamp), msg.cmd_type, msg.cmd, msg.cmd_rate, msg.enable))
 
     def _on_throttle(self, msg: Any) -> None:
-        self._apply("vehicle/throttle/cmd", lambda d: d.throttle_cmd(
+        self._apply(topics.THROTTLE_CMD, lambda d: d.throttle_cmd(
             _stamp(msg.header.stamp), msg.cmd_type, msg.cmd, msg.enable))
 
     def _on_brake(self, msg: Any) -> None:
-        self._apply("vehicle/brake/cmd", lambda d: d.brake_cmd(
+        self._apply(topics.BRAKE_CMD, lambda d: d.brake_cmd(
             _stamp(msg.header.stamp), msg.cmd_type, msg.cmd, msg.enable))
 
     def _on_gear(self, msg: Any) -> None:
-        self._apply("vehicle/gear/cmd", lambda d: d.gear_cmd(_stamp(msg.header.stamp), msg.cmd.value))
+        self._apply(topics.GEAR_CMD, lambda d: d.gear_cmd(_stamp(msg.header.stamp), msg.cmd.value))
 
     def _on_ackermann(self, msg: AckermannDriveStamped) -> None:
         drive = msg.drive
-        self._apply("vehicle/ackermann_cmd", lambda d: d.ackermann_cmd(
+        self._apply(topics.ACKERMANN_CMD, lambda d: d.ackermann_cmd(
             _stamp(msg.header.stamp), drive.steering_angle, drive.steering_angle_velocity, drive.speed,
             drive.acceleration))
 
     def _on_twist(self, twist: Twist, stamp: Any) -> None:
-        self._apply("cmd_vel", lambda d: d.twist_cmd(
+        self._apply(topics.CMD_VEL, lambda d: d.twist_cmd(
             None if stamp is None else _stamp(stamp), twist.linear.x, twist.angular.z))
 
     # -- reports ---------------------------------------------------------------------------------

@@ -13,12 +13,13 @@ import enum
 import logging
 import re
 import socket
-import threading
-import time
 from collections.abc import Callable
 from typing import NamedTuple
 
+from acres_sim.net.log_limiter import LogLimiter
+from acres_sim.net.reconnect import ReconnectLoop
 from acres_sim.stream import protocol
+from acres_sim.stream.payloads import decode_payload
 from acres_sim.stream.frame_reader import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     FrameReader,
@@ -26,17 +27,10 @@ from acres_sim.stream.frame_reader import (
     RawFrame,
     StreamDesync,
 )
-from acres_sim.stream.loopback import require_loopback
 from acres_sim.stream.payload_buffers import NO_MARGINS, PayloadBuffer, PayloadLayout
-from acres_sim.stream.protocol import (
-    HEADER_SIZE,
-    FrameHeader,
-    FrameType,
-    Hello,
-    Payload,
-    ProtocolError,
-    type_name,
-)
+from acres_sim.stream.protocol import HEADER_SIZE, FrameHeader, FrameType, ProtocolError, type_name
+from acres_sim.stream.hello import Hello
+from acres_sim.stream.payloads import Payload
 from acres_sim.stream.stats import StreamStats
 
 _LOG = logging.getLogger("acres_sim.stream.client")
@@ -77,72 +71,6 @@ class StreamState(enum.Enum):
     STOPPED = "stopped"
 
 
-class Backoff:
-    """Exponential backoff between min_s and max_s; reset after a successful connection."""
-
-    def __init__(self, min_s: float, max_s: float):
-        if min_s <= 0 or max_s < min_s:
-            raise ValueError(f"reconnect delays need 0 < min ({min_s}) <= max ({max_s})")
-        self.min_s = min_s
-        self.max_s = max_s
-        self._next = min_s
-
-    def next_delay(self) -> float:
-        delay = self._next
-        self._next = min(self._next * 2.0, self.max_s)
-        return delay
-
-    def reset(self) -> None:
-        self._next = self.min_s
-
-
-def connect(host: str, port: int, timeout_s: float = 2.0) -> socket.socket:
-    """A TCP connection to host:port with a large receive buffer and TCP_NODELAY."""
-    last: OSError | None = None
-    for family, kind, proto, _name, address in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
-        sock = socket.socket(family, kind, proto)
-        try:
-            # Before connect so the window scale is negotiated for it; the kernel caps the value.
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RECV_BUFFER_BYTES)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.settimeout(timeout_s)
-            sock.connect(address)
-            return sock
-        except OSError as exc:
-            last = exc
-            sock.close()
-    raise last if last is not None else OSError(f"no address for {host}:{port}")
-
-
-class LogLimiter:
-    """One log line per kind of fault per period: the first at once, repeats counted into the next.
-
-    A stream that repeats one fault at 100 Hz must not flood the log, yet every new kind of fault
-    is reported the moment it happens. At most max_keys kinds are remembered (then it starts over),
-    so memory stays bounded whatever the peer sends.
-    """
-
-    def __init__(self, period_s: float = 5.0, clock: Callable[[], float] = time.monotonic):
-        self.period_s = period_s
-        self.max_keys = 256
-        self._clock = clock
-        self._last: dict[object, float] = {}
-        self._suppressed: dict[object, int] = {}
-
-    def allow(self, key: object) -> int | None:
-        """None: stay silent; otherwise how many repeats were silenced since the last line."""
-        now = self._clock()
-        last = self._last.get(key)
-        if last is not None and now - last < self.period_s:
-            self._suppressed[key] = self._suppressed.get(key, 0) + 1
-            return None
-        if len(self._last) >= self.max_keys:  # whatever the peer sends, this stays small
-            self._last.clear()
-            self._suppressed.clear()
-        self._last[key] = now
-        return self._suppressed.pop(key, 0)
-
-
 FrameHandler = Callable[[Frame], None]
 StateHandler = Callable[[StreamState, str], None]
 
@@ -157,24 +85,22 @@ class StreamClient:
                  stats: StreamStats | None = None, on_state: StateHandler | None = None,
                  logger: logging.Logger | None = None, connect_timeout_s: float = 2.0,
                  layout_for: Callable[[Hello], PayloadLayout] = lambda hello: NO_MARGINS):
-        self.host = require_loopback(host)
-        self.port = int(port)
         self._on_frame = on_frame
         self._on_state = on_state
-        self._backoff = Backoff(reconnect_min_s, reconnect_max_s)
         self._max = int(max_payload_bytes)
         self.stats = stats if stats is not None else StreamStats()
         self._log = logger if logger is not None else _LOG
-        self._connect_timeout = connect_timeout_s
-        self._stop = threading.Event()
-        self._sock_lock = threading.Lock()
-        self._sock: socket.socket | None = None
-        self._thread: threading.Thread | None = None
+        self._link = ReconnectLoop(host, port, self._serve, name=f"tss1-reader-{port}",
+                                   reconnect_min_s=reconnect_min_s, reconnect_max_s=reconnect_max_s,
+                                   on_attempt=self._on_attempt, on_unreachable=self._on_unreachable,
+                                   on_stopped=lambda: self._set_state(StreamState.STOPPED, "stopped"),
+                                   connect_timeout_s=connect_timeout_s, recv_buffer_bytes=_RECV_BUFFER_BYTES)
+        self.host, self.port = self._link.host, self._link.port
+        self._stop = self._link.stopping
         self._state = StreamState.DISCONNECTED
         self._state_detail = ""
         self._expected_sequence: int | None = None
         self._connections = 0
-        self._last_failure = ""
         self._hello_ok = False  # a valid Hello arrived on this connection: its frames may pass
         self._faults = LogLimiter()
         # The margins around large payloads (FrameReader), asked of `layout_for` once per Hello:
@@ -192,24 +118,15 @@ class StreamClient:
         return self._state_detail
 
     def start(self) -> None:
-        if self._thread is not None:
-            raise RuntimeError("StreamClient already started")
-        self._thread = threading.Thread(target=self.run, name=f"tss1-reader-{self.port}", daemon=True)
-        self._thread.start()
+        self._link.start()
 
     def stop(self, timeout_s: float = 1.0) -> bool:
         """Stop the reader: unblock any read and join the thread. True when it has ended."""
-        self._stop.set()
-        with self._sock_lock:
-            if self._sock is not None:
-                try:
-                    self._sock.shutdown(socket.SHUT_RDWR)  # wakes a blocked recv at once
-                except OSError:
-                    pass
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout_s)
-            return not self._thread.is_alive()
-        return True
+        return self._link.stop(timeout_s)
+
+    def run(self) -> None:
+        """The reader loop in the calling thread, until stop()."""
+        self._link.run()
 
     def _set_state(self, state: StreamState, detail: str) -> None:
         changed = state != self._state
@@ -217,42 +134,22 @@ class StreamClient:
         if changed and self._on_state is not None:
             self._on_state(state, detail)
 
-    # -- the loop ----------------------------------------------------------------------------
-    def run(self) -> None:
-        where = f"{self.host}:{self.port}"
-        try:
-            while not self._stop.is_set():
-                self._set_state(StreamState.CONNECTING, where)
-                try:
-                    sock = connect(self.host, self.port, self._connect_timeout)
-                except OSError as exc:
-                    reason = exc.strerror or str(exc) or type(exc).__name__
-                    if reason != self._last_failure:  # once per state change, not per attempt
-                        self._log.warning(
-                            "sensor stream %s not reachable (%s); retrying every %.1f..%.1f s. Is the game "
-                            "running with -SensorStream=%d (or fake_game --port %d)? Otherwise set the port "
-                            "parameter to the game's port", where, reason, self._backoff.min_s,
-                            self._backoff.max_s, self.port, self.port)
-                        self._last_failure = reason
-                    self._set_state(StreamState.DISCONNECTED, reason)
-                    self._stop.wait(self._backoff.next_delay())
-                    continue
-                self._last_failure = ""
-                self._serve(sock, where)
-                if not self._stop.is_set():
-                    self._stop.wait(self._backoff.next_delay())
-        finally:
-            self._set_state(StreamState.STOPPED, "stopped")
+    # -- the connection ----------------------------------------------------------------------
+    def _on_attempt(self) -> None:
+        self._set_state(StreamState.CONNECTING, self._link.address)
 
-    def _serve(self, sock: socket.socket, where: str) -> None:
-        # Blocking reads: stop() shuts the socket down, which wakes a blocked recv at once, so
-        # there is no timeout to poll (with one, every recv would first wait in poll()).
-        sock.settimeout(None)
-        with self._sock_lock:
-            if self._stop.is_set():
-                sock.close()
-                return
-            self._sock = sock
+    def _on_unreachable(self, reason: str, changed: bool) -> None:
+        if changed:  # once per state change, not per attempt
+            backoff = self._link.backoff
+            self._log.warning(
+                "sensor stream %s not reachable (%s); retrying every %.1f..%.1f s. Is the game "
+                "running with -SensorStream=%d (or fake_game --port %d)? Otherwise set the port "
+                "parameter to the game's port", self._link.address, reason, backoff.min_s,
+                backoff.max_s, self.port, self.port)
+        self._set_state(StreamState.DISCONNECTED, reason)
+
+    def _serve(self, sock: socket.socket) -> None:
+        where = self._link.address
         self._connections += 1
         if self._connections > 1:
             self.stats.reconnect()
@@ -278,13 +175,6 @@ class StreamClient:
                             where, exc)
         except (ConnectionError, OSError) as exc:
             reason = str(exc) or type(exc).__name__
-        finally:
-            with self._sock_lock:
-                self._sock = None
-            try:
-                sock.close()
-            except OSError:
-                pass
         if not self._stop.is_set():
             if not logged:
                 self._log.warning("sensor stream %s disconnected: %s; connecting again", where, reason)
@@ -301,14 +191,13 @@ class StreamClient:
         self.stats.bad_frame(frame_type)
         silenced = self._faults.allow((fault, frame_type))
         if silenced is not None:
-            more = f" ({silenced} more like it in the last {self._faults.period_s:.0f} s)" if silenced else ""
-            self._log.error("sensor stream %s: %s%s", where, message, more)
+            self._log.error("sensor stream %s: %s%s", where, message, self._faults.suffix(silenced))
 
     def _dispatch(self, raw: RawFrame, where: str) -> bool:
         """Check a frame and hand it on; False when it was refused (counted and logged)."""
         header = raw.header
         try:
-            data = protocol.decode_payload(header.type, raw.payload)
+            data = decode_payload(header.type, raw.payload)
         except ProtocolError as exc:
             if header.type == FrameType.HELLO:
                 # Without its layout nothing on this connection can be published; the game sends
@@ -321,7 +210,7 @@ class StreamClient:
             return False
         if header.type == FrameType.HELLO:
             self._hello_ok = True
-            self._backoff.reset()  # a valid Hello arrived: the connection works
+            self._link.backoff.reset()  # a valid Hello arrived: the connection works
             self._layout = self._layout_of(data)  # type: ignore[arg-type]
         elif not self._hello_ok:
             self._bad_frame(where, header.type, "before hello",

@@ -22,7 +22,7 @@ from collections import deque
 from pathlib import Path
 from types import SimpleNamespace
 
-from acres_sim.convert import topics
+from acres_sim import topics
 from acres_sim.stream.protocol import DEFAULT_STREAM_PORT
 
 # topic (relative to the namespace unless absolute) -> (message type, frame type of its rate)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from acres_sim.convert import topics
+from acres_sim import topics
 from acres_sim.viewer.snapshot_render import (
     FrameStore,
     SnapshotData,

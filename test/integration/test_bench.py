@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from acres_sim.stream import protocol
+from acres_sim.stream.hello import parse_hello
+from acres_sim.stream.payloads import decode_payload
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
 from acres_sim.stream.protocol import FrameType
 from acres_sim.stream.frame_reader import FrameReader
-from acres_sim.stream.client import connect
+from acres_sim.net.loopback import connect
 from benchmark.latency import latencies, summary
 from harness.workload import Period, ReplayServer, polaris_period, process_cpu_s
 
@@ -44,7 +45,7 @@ def test_replay_server_serves_a_valid_stream_across_periods(period, rate):
     try:
         first = reader.read_frame()
         assert first.header.type == FrameType.HELLO
-        assert protocol.parse_hello(first.payload) == period.hello
+        assert parse_hello(first.payload) == period.hello
         frames = [reader.read_frame() for _ in range(len(period.frames) + 40)]  # into the 2nd period
     finally:
         sock.close()
@@ -54,7 +55,7 @@ def test_replay_server_serves_a_valid_stream_across_periods(period, rate):
     stamps = [f.header.stamp for f in frames]
     assert all(b >= a for a, b in zip(stamps, stamps[1:])) and stamps[-1] > period.seconds
     for f in frames:
-        data = protocol.decode_payload(f.header.type, f.payload)  # every payload decodes
+        data = decode_payload(f.header.type, f.payload)  # every payload decodes
         if f.header.type == FrameType.CLOCK:
             assert data == pytest.approx(f.header.stamp % period.seconds or period.seconds, abs=1e-9)
     if rate:

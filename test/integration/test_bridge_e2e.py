@@ -31,6 +31,7 @@ from std_msgs.msg import UInt64
 from tf2_msgs.msg import TFMessage
 
 from acres_sim.stream import protocol
+from acres_sim.stream.hello import parse_hello
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
 from acres_sim.stream.protocol import FrameType, Ins
 
@@ -90,7 +91,7 @@ def _check_vehicle_topics(s: Session, index: int, vehicle: str, prefix: str) -> 
     by_stamp: dict[int, dict] = {k: {} for k in FrameType}
     for h, payload in sent:
         by_stamp[h.type][stamp_to_sec_nanosec(h.stamp)] = payload
-    hello = protocol.parse_hello(next(p for h, p in sent if h.type == FrameType.HELLO))
+    hello = parse_hello(next(p for h, p in sent if h.type == FrameType.HELLO))
     assert hello.vehicle == vehicle
 
     clouds = s.graph.messages(ns + "lidar/points")

@@ -46,6 +46,7 @@ from std_msgs.msg import UInt64
 from tf2_msgs.msg import TFMessage
 
 from acres_sim.stream import protocol
+from acres_sim.stream.hello import parse_hello
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
 from acres_sim.stream.protocol import FrameType
 
@@ -166,7 +167,7 @@ LOCKSTEP_TOPICS = {"lidar/points": PointCloud2, "camera/image_raw": Image, "came
 def lockstep_script(doc: dict, barriers: int, paced: bool) -> tuple[list, dict[int, dict[str, set]]]:
     """12 physics steps then a Barrier, `barriers` times; paced at real time or back to back.
     Also returns, per barrier step, the stamps of every data topic's messages before it."""
-    h = protocol.parse_hello(json.dumps(doc).encode())
+    h = parse_hello(json.dumps(doc).encode())
     pts = np.ones((h.lidar.columns, h.lidar.rings, 4), np.float32)
     cloud, image = protocol.encode_lidar(pts), protocol.encode_camera(np.zeros((h.camera.height,
                                                                                 h.camera.width, 3), np.uint8))

@@ -37,7 +37,8 @@ from std_msgs.msg import UInt64
 from tf2_msgs.msg import TFMessage
 
 from acres_sim.stream import protocol
-from acres_sim.convert.topics import topic_plan
+from acres_sim.stream.hello import encode_hello, parse_hello
+from acres_sim.convert.topic_plan import topic_plan
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
 from acres_sim.stream.protocol import FrameType, Ins
 
@@ -51,13 +52,13 @@ def _stamp(msg_header) -> tuple[int, int]:
 
 
 def test_topic_plan_follows_the_hello():
-    full = protocol.parse_hello(json.dumps(small_hello_json()).encode())
+    full = parse_hello(json.dumps(small_hello_json()).encode())
     assert set(topic_plan(full)) == {
         "lidar/points", "camera/image_raw", "camera/image_raw/compressed", "camera/camera_info", "ins/fix",
         "ins/imu", "ins/odom", "ins/odom_utm", "ground_truth/odom", "/tf"}
     doc = small_hello_json(camera=False)
     doc["georeferenced"] = False
-    core = protocol.parse_hello(json.dumps(doc).encode())
+    core = parse_hello(json.dumps(doc).encode())
     plan = topic_plan(core, ground_truth=False, tf=False)
     assert set(plan) == {"lidar/points", "ins/fix", "ins/imu", "ins/odom"}
 
@@ -108,7 +109,7 @@ def test_every_topic_carries_the_frame_content():
                          and len(graph.received["lidar/points"]) >= n_lidar
                          and len(graph.received["camera/camera_info"]) >= n_lidar
                          and len(graph.received["/diagnostics"]) >= 2, 30, "all frames")
-        hello = protocol.parse_hello(by_type[FrameType.HELLO][0][1])
+        hello = parse_hello(by_type[FrameType.HELLO][0][1])
 
         # LiDAR: organised cloud, point bytes unchanged
         clouds = graph.messages("lidar/points")
@@ -210,7 +211,7 @@ def test_every_topic_carries_the_frame_content():
 def test_disabled_camera_and_no_georeference():
     doc = small_hello_json(agent="core", camera=False)
     doc["georeferenced"] = False
-    hello = protocol.encode_hello(protocol.parse_hello(json.dumps(doc).encode()))
+    hello = encode_hello(parse_hello(json.dumps(doc).encode()))
     body = [frame(FrameType.CLOCK, i, i / 120, protocol.encode_clock(i / 120)) for i in range(1, 20)]
     body += [frame(FrameType.INS, 20 + i, 0.2 + i / 100,
                    protocol.encode_ins(ins_values(i, georeferenced=False))) for i in range(5)]
@@ -243,8 +244,8 @@ def test_same_hello_keeps_publishers_and_a_new_hello_resends_static_tf():
     doc_a = small_hello_json()
     doc_b = small_hello_json()
     doc_b["lidar"]["rpy_deg"] = [0.0, 10.0, 0.0]
-    hello_a, hello_b = (frame(FrameType.HELLO, 0, 0.0, protocol.encode_hello(
-        protocol.parse_hello(json.dumps(doc).encode()))) for doc in (doc_a, doc_b))
+    hello_a, hello_b = (frame(FrameType.HELLO, 0, 0.0, encode_hello(
+        parse_hello(json.dumps(doc).encode()))) for doc in (doc_a, doc_b))
 
     def ins(seq: int) -> bytes:
         return frame(FrameType.INS, seq, seq / 100, protocol.encode_ins(ins_values(seq / 100)))
@@ -274,8 +275,8 @@ def test_same_hello_keeps_publishers_and_a_new_hello_resends_static_tf():
 
 
 def test_bad_input_is_logged_and_later_frames_are_published():
-    hello = frame(FrameType.HELLO, 0, 0.0, protocol.encode_hello(
-        protocol.parse_hello(json.dumps(small_hello_json()).encode())))
+    hello = frame(FrameType.HELLO, 0, 0.0, encode_hello(
+        parse_hello(json.dumps(small_hello_json()).encode())))
 
     def ins(seq: int) -> bytes:
         return frame(FrameType.INS, seq, seq / 100, protocol.encode_ins(ins_values(seq / 100)))
@@ -412,7 +413,7 @@ def test_hellos_that_change_the_publishers_while_subscribers_come_and_go():
     appear and vanish. 30 connections alternate the two Hellos; the bridge must live through them
     without a crash or a traceback, and the last Hello's data must then arrive on every topic."""
     with_camera, without_camera = small_hello_json(), small_hello_json(camera=False)
-    hellos = [frame(FrameType.HELLO, 0, 0.0, protocol.encode_hello(protocol.parse_hello(
+    hellos = [frame(FrameType.HELLO, 0, 0.0, encode_hello(parse_hello(
         json.dumps(doc).encode()))) for doc in (with_camera, without_camera)]
     camera = with_camera["camera"]
     image = protocol.encode_camera(np.zeros((camera["height"], camera["width"], 3), np.uint8))

@@ -109,7 +109,7 @@ def test_a_driven_vehicles_lidar_lands_on_the_terrain(realtime):
     the rolling terrain."""
     from support.reference_geometry import quat_matrix
     from acres_sim.fake_game.world.scene import default_scene
-    from acres_sim.stream.protocol import column_firing_offsets
+    from acres_sim.stream.timing import column_firing_offsets
     session = realtime
     session.reset()
     session.spin(0.2)

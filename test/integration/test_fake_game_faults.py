@@ -16,7 +16,9 @@ import numpy as np
 import pytest
 from support.fake_game import TIMEOUT_S, Client, FakeGame
 
-from acres_sim.stream.protocol import FrameType, parse_hello
+from acres_sim.stream.protocol import FrameType
+
+from acres_sim.stream.hello import parse_hello
 
 
 @pytest.fixture

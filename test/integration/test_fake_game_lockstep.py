@@ -19,14 +19,10 @@ from hypothesis import strategies as st
 from support.fake_game import TIMEOUT_S, FakeGame
 from support.fake_game import Client as StreamClient
 
-from acres_sim.fake_game.simulation.world_clock import PHYSICS_HZ, due_step, world_time
-from acres_sim.stream.protocol import (
-    FrameHeader,
-    FrameType,
-    decode_barrier,
-    decode_lidar,
-    parse_hello,
-)
+from acres_sim.fake_game.simulation.world_clock import due_step, world_time
+from acres_sim.stream.timing import PHYSICS_HZ
+from acres_sim.stream.protocol import FrameHeader, FrameType, decode_barrier, decode_lidar
+from acres_sim.stream.hello import parse_hello
 
 
 class Control:

@@ -13,7 +13,9 @@ import time
 import pytest
 from support.fake_game import REPO, Client
 
-from acres_sim.stream.protocol import FrameType, parse_hello
+from acres_sim.stream.protocol import FrameType
+
+from acres_sim.stream.hello import parse_hello
 
 rclpy = pytest.importorskip("rclpy", reason="the node test needs rclpy")
 

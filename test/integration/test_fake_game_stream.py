@@ -20,12 +20,9 @@ import pytest
 
 from support.fake_game import REPO, TIMEOUT_S, Client, FakeGame
 
-from acres_sim.stream.protocol import (
-    FrameType,
-    decode_clock,
-    decode_ins,
-    parse_hello,
-)
+from acres_sim.stream.protocol import FrameType, decode_clock, decode_ins
+
+from acres_sim.stream.hello import parse_hello
 
 # The "Python Reader" example of the protocol page (Sensor Stream), verbatim; only the port changes.
 PAGE_READER = textwrap.dedent('''\

@@ -46,7 +46,7 @@ def test_frame_store_composes_mount_and_interpolated_pose():
 def test_cloud_fields_read_the_bridge_cloud():
     from support.page_examples import POLARIS_HELLO_JSON
 
-    from acres_sim.stream.protocol import parse_hello
+    from acres_sim.stream.hello import parse_hello
 
     hello = parse_hello(POLARIS_HELLO_JSON)
     pts = np.random.default_rng(3).normal(size=(hello.lidar.columns, hello.lidar.rings, 4)).astype(np.float32)

@@ -18,15 +18,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acres_sim.stream import protocol
+from acres_sim.stream.hello import Hello, encode_hello, parse_hello
 from acres_sim.stream.protocol import FrameType, ProtocolError
 from acres_sim.stream.stats import StreamStats
-from acres_sim.stream.loopback import NotLoopbackError
+from acres_sim.net.loopback import NotLoopbackError
 from acres_sim.stream.frame_reader import FrameReader, FrameSkipped, StreamDesync
 from acres_sim.stream.handoff import HandoffQueue, LatestSlot
 from acres_sim.stream.payload_buffers import PayloadLayout
-from acres_sim.stream.client import Backoff, Frame, LogLimiter, StreamClient, StreamState
+from acres_sim.net.log_limiter import LogLimiter
+from acres_sim.net.reconnect import Backoff
+from acres_sim.stream.client import Frame, StreamClient, StreamState
 
-HELLO = protocol.encode_hello(protocol.parse_hello(json.dumps(small_hello_json()).encode()))
+HELLO = encode_hello(parse_hello(json.dumps(small_hello_json()).encode()))
 
 
 def test_stream_client_refuses_a_remote_host():
@@ -228,7 +231,7 @@ def test_client_decodes_and_hands_on_frames_in_order():
     try:
         got.wait(lambda fs: len(fs) == 50)
         assert [f.header.sequence for f in got.frames] == list(range(50))
-        assert isinstance(got.frames[0].data, protocol.Hello) and got.frames[0].data.agent == "tiny"
+        assert isinstance(got.frames[0].data, Hello) and got.frames[0].data.agent == "tiny"
         assert got.frames[5].data == pytest.approx(5 / 120 - 2.0)
         snap = stats.snapshot()
         assert snap.type(FrameType.CLOCK).frames == 49 and snap.sequence_gaps == 0
@@ -246,12 +249,12 @@ def test_client_lays_out_each_payload_as_its_owner_says_for_the_last_hello():
     rng = np.random.default_rng(3)
     cloud = protocol.encode_lidar(rng.normal(size=(300, 16, 4)).astype(np.float32))
     doc = small_hello_json()
-    other = protocol.encode_hello(protocol.parse_hello(json.dumps(dict(doc, agent="second")).encode()))
+    other = encode_hello(parse_hello(json.dumps(dict(doc, agent="second")).encode()))
     stream = [frame(FrameType.HELLO, 0, 0.0, HELLO), frame(FrameType.LIDAR, 1, 0.1, cloud),
               frame(FrameType.HELLO, 2, 0.0, other), frame(FrameType.LIDAR, 3, 0.2, cloud)]
     asked: list[str] = []
 
-    def layout_for(hello: protocol.Hello) -> PayloadLayout:
+    def layout_for(hello: Hello) -> PayloadLayout:
         asked.append(hello.agent)
         if hello.agent == "second":
             raise ValueError("refused")
@@ -484,9 +487,9 @@ def test_log_limiter_reports_each_fault_once_per_period_and_counts_the_repeats()
     assert limiter.allow("size") == 0  # another kind is not held back
     now[0] = 5.5
     assert limiter.allow("stamp") == 2  # the next line says how many were silenced
-    for i in range(10 * limiter.max_keys):  # a peer that invents a new fault every frame
+    for i in range(10 * limiter.MAX_KEYS):  # a peer that invents a new fault every frame
         limiter.allow(("payload", i))
-    assert len(limiter._last) <= limiter.max_keys and len(limiter._suppressed) <= limiter.max_keys
+    assert len(limiter._last) <= limiter.MAX_KEYS and len(limiter._suppressed) <= limiter.MAX_KEYS
 
 
 def test_latest_slot_keeps_only_the_newest_item():
@@ -501,7 +504,7 @@ def test_latest_slot_keeps_only_the_newest_item():
 @settings(max_examples=60, deadline=None)
 @given(cuts=st.lists(st.integers(min_value=1, max_value=400), max_size=12))
 def test_lines_come_whole_from_any_segmentation_and_long_ones_are_skipped_once(cuts):
-    from acres_sim.stream.lines import TOO_LONG, read_lines
+    from acres_sim.net.lines import TOO_LONG, read_lines
 
     data = b"first\n\n" + b"x" * 300 + b"\nsecond\n" + b"y" * 64 + b"\n" + b"z" * 1000 + b"\nlast\n"
     a, b = socket.socketpair()

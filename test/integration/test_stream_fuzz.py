@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acres_sim.stream import protocol
+from acres_sim.stream.payloads import decode_payload
+from acres_sim.stream.hello import parse_hello
 from acres_sim.stream.protocol import FrameType, ProtocolError
 from acres_sim.stream.frame_reader import FrameReader, FrameSkipped, StreamDesync
 
@@ -79,7 +81,7 @@ def test_reader_survives_any_bytes_in_any_pieces(data, cuts):
         assert len(raw.payload) == raw.header.payload_size <= MAX_PAYLOAD
         assert 1 <= raw.header.type <= 6  # unknown types are skipped, never returned
         try:
-            protocol.decode_payload(raw.header.type, raw.payload)
+            decode_payload(raw.header.type, raw.payload)
         except ProtocolError:
             pass
 
@@ -88,7 +90,7 @@ def test_reader_survives_any_bytes_in_any_pieces(data, cuts):
 @given(st.sampled_from(list(FrameType)), st.binary(max_size=2048))
 def test_decoders_raise_only_protocol_errors(kind, payload):
     try:
-        protocol.decode_payload(kind, payload)
+        decode_payload(kind, payload)
     except ProtocolError:
         pass
 
@@ -102,6 +104,6 @@ def test_hello_parser_raises_only_protocol_errors(doc):
     import json
 
     try:
-        protocol.parse_hello(json.dumps(doc).encode())
+        parse_hello(json.dumps(doc).encode())
     except ProtocolError:
         pass

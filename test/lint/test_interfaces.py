@@ -44,3 +44,39 @@ def test_the_installed_type_has_the_released_hash(name):
     hashes = json.loads(path.read_text())["type_hashes"]
     assert hashes[0]["type_name"] == name
     assert hashes[0]["hash_string"] == RELEASED[name]
+
+
+def test_the_ds_dbw_msgs_constants_the_driver_copies_are_the_packages():
+    """acres_sim.drive keeps ds_dbw_msgs' numbers itself (it imports no ROS): held here to the
+    package's own constants, where it imports."""
+    dbw = pytest.importorskip("ds_dbw_msgs.msg", reason="ds_dbw_msgs is not installed (released for "
+                              "Humble and Jazzy only)")
+    from acres_sim.drive import driver
+
+    def constants(cls: type, prefix: str) -> dict[int, set[str]]:
+        found: dict[int, set[str]] = {}
+        for name in dir(cls):
+            if name.startswith(prefix) and isinstance(getattr(cls, name), int):
+                found.setdefault(getattr(cls, name), set()).add(name)
+        return found
+
+    for names, cls, prefix in ((driver.STEER_CMD_NAMES, dbw.SteeringCmd, "CMD_"),
+                               (driver.THROTTLE_CMD_NAMES, dbw.ThrottleCmd, "CMD_"),
+                               (driver.BRAKE_CMD_NAMES, dbw.BrakeCmd, "CMD_"),
+                               (driver.GEAR_NAMES, dbw.Gear, "")):
+        released = constants(cls, prefix) if prefix else {
+            value: {name} for name, value in ((n, getattr(cls, n)) for n in dir(cls) if n.isupper())
+            if isinstance(value, int)}
+        assert set(names) == set(released), (cls.__name__, names, released)
+        for value, name in names.items():
+            assert name in released[value], (cls.__name__, value, name, released[value])
+    S, P, G = dbw.SteeringCmd, dbw.ThrottleCmd, dbw.Gear
+    d = driver
+    assert (d.STEER_CMD_NONE, d.STEER_CMD_TORQUE, d.STEER_CMD_ANGLE, d.STEER_CMD_CURVATURE,
+            d.STEER_CMD_YAW_RATE, d.STEER_CMD_SET_OFFSET, d.STEER_CMD_PERCENT, d.STEER_CMD_CALIBRATE) == (
+        S.CMD_NONE, S.CMD_TORQUE, S.CMD_ANGLE, S.CMD_CURVATURE, S.CMD_YAW_RATE, S.CMD_SET_OFFSET,
+        S.CMD_PERCENT, S.CMD_CALIBRATE)
+    assert (d.PEDAL_CMD_NONE, d.PEDAL_CMD_PERCENT) == (P.CMD_NONE, P.CMD_PERCENT)
+    assert (dbw.BrakeCmd.CMD_NONE, dbw.BrakeCmd.CMD_PERCENT) == (P.CMD_NONE, P.CMD_PERCENT)
+    assert (d.GEAR_NONE, d.GEAR_PARK, d.GEAR_REVERSE, d.GEAR_NEUTRAL, d.GEAR_DRIVE) == (
+        G.NONE, G.PARK, G.REVERSE, G.NEUTRAL, G.DRIVE)

@@ -12,8 +12,8 @@ import pytest
 from support.page_examples import POLARIS_HELLO_JSON
 
 from acres_sim.nodes.parameters import NODES
-from acres_sim.stream.protocol import parse_hello
-from acres_sim.convert.topics import topic_plan
+from acres_sim.stream.hello import parse_hello
+from acres_sim.convert.topic_plan import topic_plan
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()

@@ -11,8 +11,8 @@ from support.page_examples import POLARIS_HELLO_JSON
 
 from acres_sim.convert.mount_tree import BASE_FOOTPRINT
 from acres_sim.nodes.parameters import BRIDGE
-from acres_sim.stream.protocol import parse_hello
-from acres_sim.convert.topics import topic_plan
+from acres_sim.stream.hello import parse_hello
+from acres_sim.convert.topic_plan import topic_plan
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,6 +18,7 @@ import numpy as np
 from support.page_examples import POLARIS_HELLO_JSON
 
 from acres_sim.stream import protocol
+from acres_sim.stream.hello import encode_hello, parse_hello
 from acres_sim.stream.protocol import FrameType
 from harness import processes
 from harness.delivery import RecordingProxy, measure_large_delivery, parse_frames  # noqa: F401
@@ -45,8 +46,8 @@ def frame(kind: int, seq: int, stamp: float, payload: bytes, publish: float | No
 def scripted_stream(hello_json: dict, seconds: float, start_seq: int = 0, t0: float = 0.0,
                     with_barriers: bool = False) -> list[bytes]:
     """Frames of a small session: Hello, then per 1/120 s a clock, INS at ~100 Hz, cloud/image at 10 Hz."""
-    hello = protocol.parse_hello(json.dumps(hello_json).encode())
-    out = [frame(FrameType.HELLO, start_seq, 0.0, protocol.encode_hello(hello))]
+    hello = parse_hello(json.dumps(hello_json).encode())
+    out = [frame(FrameType.HELLO, start_seq, 0.0, encode_hello(hello))]
     seq = start_seq + 1
     rng = np.random.default_rng(7)
     next_ins = 0.0

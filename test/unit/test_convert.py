@@ -43,8 +43,8 @@ from acres_sim.stream.protocol import (
     decode_lidar,
     encode_camera,
     encode_lidar,
-    parse_hello,
 )
+from acres_sim.stream.hello import parse_hello
 from acres_sim.rotations import rpy_deg_to_quaternion
 
 # A Maxxum-like Hello: LiDAR 180 x 8, no camera, INS at base_footprint.

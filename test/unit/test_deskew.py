@@ -19,14 +19,9 @@ from acres_sim.fake_game.world.scene import Box, Scene
 from acres_sim.fake_game.simulation.sensors import LidarModel, Pose
 from acres_sim.fake_game.simulation.vehicles import lidar_elevations_deg
 from acres_sim.convert.settings import ConvertSettings
-from acres_sim.stream.protocol import (
-    FrameHeader,
-    FrameType,
-    column_firing_offsets,
-    decode_lidar,
-    encode_lidar,
-    parse_hello,
-)
+from acres_sim.stream.protocol import FrameHeader, FrameType, decode_lidar, encode_lidar
+from acres_sim.stream.timing import column_firing_offsets
+from acres_sim.stream.hello import parse_hello
 from acres_sim.rotations import rpy_matrix
 
 YAW_RATE = 1.5  # rad/s: a sharp turn on the spot

@@ -18,12 +18,18 @@ from acres_sim.drive.driver import (
     STEER_CMD_CURVATURE,
     STEER_CMD_PERCENT,
     STEER_CMD_TORQUE,
+    DriveState,
+    Event,
+    HeldCommand,
     Ignored,
+    Mode,
     Refused,
     Unsupported,
     VehicleDriver,
     ros_stamp,
+    transition,
 )
+from acres_sim.topics import HELD_AWAITING
 from acres_sim.drive.speed_control import feedforward_pedal
 from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS, VehicleModel, VehicleState
 from acres_sim.fake_game.simulation.vehicle_model import VehicleCommand as ModelCommand
@@ -110,9 +116,10 @@ def test_the_held_stamp_of_drive_by_wire_is_the_oldest_engaged_subsystems():
     d.throttle_cmd(1.0, PEDAL_CMD_PERCENT, 10.0, True)
     d.on_report(report(1.05))
     d.steering_cmd(None, STEER_CMD_ANGLE, 0.0, 0.0, True)  # zero stamp: its arrival, 1.05
-    assert d.held_stamp() == 1.0
+    assert d.held() == HeldCommand(1.0, "dbw")
     d.throttle_cmd(1.05, PEDAL_CMD_PERCENT, 10.0, True)
-    assert d.held_stamp() == 1.05 and d.command().stamp_s == 1.05
+    assert d.held() == HeldCommand(1.05, "dbw") and d.command().stamp_s == 1.05
+    assert d.held(game_stamp_s=1.04).stamp_s == 1.04  # what the game says it holds wins
 
 
 def test_one_source_at_a_time():
@@ -126,11 +133,11 @@ def test_one_source_at_a_time():
     with pytest.raises(Ignored, match="drive-by-wire is enabled"):
         d.ackermann_cmd(None, 0.1, 0.0, 2.0, 0.0)
     d.disable()
-    assert d.source is None and d.released and not d.under_command
+    assert d.source is None and d.mode is Mode.RELEASED and d.held().source == ""  # not under command
     released = d.command()
     assert (released.throttle, released.brake) == (0.0, 1.0)  # braking to a stop
     d.ackermann_cmd(None, 0.1, 0.0, 2.0, 0.0)
-    assert d.source == "ackermann" and not d.released
+    assert d.source == "ackermann" and d.mode is Mode.ACKERMANN
 
 
 def test_twist_becomes_the_bicycle_models_road_wheel_angle_clamped():
@@ -165,17 +172,18 @@ def test_a_reset_before_any_step_ran_still_ends_the_source():
     d = driver(0.0, driven=False)
     d.ackermann_cmd(None, 0.0, 0.0, 2.0, 0.0)  # forwarded, but the world was reset before a step
     assert d.on_report(report(0.0, driven=False, reset="all"))
-    assert d.source is None and d.awaiting and d.under_command and d.awaited
+    assert d.source is None and d.mode is Mode.AWAITING and d.held() == HeldCommand(0.0, HELD_AWAITING)
 
 
 def test_a_time_reset_keeps_the_source_and_awaits_the_next_command():
     d = driver(5.0, speed=3.0)
     d.ackermann_cmd(None, 0.1, 0.0, 3.0, 0.0)
     assert d.on_report(report(0.0, speed=3.0))  # the clock went back, the vehicle goes on
-    assert d.source == "ackermann" and d.awaiting and d.held_stamp() == 0.0
-    assert not d.on_report(report(0.4, speed=3.0)) and not d.timed_out  # the watchdog counts from 0
+    assert d.source == "ackermann" and d.state.stale and d.held() == HeldCommand(0.0, HELD_AWAITING)
+    assert not d.on_report(report(0.4, speed=3.0))
+    assert d.command().brake < 1.0  # the watchdog counts from 0: not timed out at 0.4 s
     d.ackermann_cmd(None, 0.1, 0.0, 3.0, 0.0)
-    assert not d.awaiting and d.held_stamp() == 0.4
+    assert not d.state.stale and d.held() == HeldCommand(0.4, "ackermann")
 
 
 def test_a_change_of_direction_stops_first():
@@ -221,3 +229,22 @@ def test_feedforward_holds_a_speed_on_the_level():
     assert model.state.speed_mps == pytest.approx(4.0, abs=1e-6)
     assert feedforward_pedal({}, 4.0, 0.0) == 0.0  # without the game's numbers: PI alone
     assert GEAR_DRIVE == 4
+
+
+# The state machine on its own: every event from every state, against the rules of who drives.
+@pytest.mark.parametrize("mode", list(Mode))
+@pytest.mark.parametrize("stale", [False, True])
+def test_every_transition_follows_the_rules_of_who_drives(mode, stale):
+    state = DriveState(mode, stale)
+    driving = mode in (Mode.DBW, Mode.ACKERMANN, Mode.CMD_VEL)
+    under_command = driving or mode is Mode.AWAITING
+    assert transition(state, Event.ENABLE) == (state if mode is Mode.DBW else DriveState(Mode.DBW))
+    assert transition(state, Event.DISABLE) == (
+        DriveState(Mode.RELEASED) if driving else DriveState(Mode.ROUTE) if mode is Mode.AWAITING else state)
+    for event, source in ((Event.DBW_COMMAND, Mode.DBW), (Event.ACKERMANN, Mode.ACKERMANN),
+                          (Event.CMD_VEL, Mode.CMD_VEL)):
+        assert transition(state, event) == DriveState(source)  # a fresh command: nothing stale
+    back = DriveState(Mode.AWAITING if under_command else Mode.ROUTE)
+    assert transition(state, Event.BACK_ON_ROUTE) == back
+    for event in (Event.CLOCK_BACK, Event.RESET_IN_PLACE):
+        assert transition(state, event) == DriveState(mode, stale=driving)

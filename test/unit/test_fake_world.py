@@ -18,6 +18,7 @@ from pyproj import Transformer
 from support.reference_geometry import mount_matrix, quat_matrix
 from support.page_examples import POLARIS_HELLO_JSON
 from acres_sim.stream import protocol
+from acres_sim.stream.hello import encode_hello, parse_hello
 from acres_sim.fake_game.world.georef import Georeference
 from acres_sim.fake_game.world.materials import INTENSITY_TABLE, MAT
 from acres_sim.fake_game.world.raycast import cast
@@ -35,7 +36,8 @@ from acres_sim.fake_game.world.scene import (
 )
 from acres_sim.fake_game.simulation.simulation import AgentSimulator
 from acres_sim.fake_game.simulation.vehicles import VEHICLES, lidar_elevations_deg, vehicle_hello
-from acres_sim.stream.protocol import INS_GEO_FIELDS, Ins, column_firing_offsets
+from acres_sim.stream.protocol import INS_GEO_FIELDS, Ins
+from acres_sim.stream.timing import column_firing_offsets
 from acres_sim.rotations import rpy_matrix
 
 PAGE_POLARIS_HELLO = json.loads(POLARIS_HELLO_JSON)
@@ -84,7 +86,7 @@ def test_polaris_hello_is_the_seed_example():
             assert doc[key] == value, key
     assert "R = Rz(yaw) Ry(pitch) Rx(roll)" in doc["mount_convention"]
     hello = vehicle_hello("polaris")
-    assert protocol.parse_hello(protocol.encode_hello(hello)) == hello
+    assert parse_hello(encode_hello(hello)) == hello
 
 
 def test_maxxum_hello_shape():
@@ -96,9 +98,9 @@ def test_maxxum_hello_shape():
     assert not hello.camera.enabled
     assert hello.ins.enabled and hello.ins.hz == 100.0 and hello.ins.position_flu_m == (0.0, 0.0, 0.0)
     assert (hello.ins.utm_zone, hello.ins.datum) == (16, "nad83_2011")
-    doc = json.loads(protocol.encode_hello(hello))
+    doc = json.loads(encode_hello(hello))
     assert doc["camera"]["enabled"] is False
-    assert protocol.parse_hello(protocol.encode_hello(hello)) == hello
+    assert parse_hello(encode_hello(hello)) == hello
     np.testing.assert_allclose(lidar_elevations_deg("maxxum"), np.linspace(-20.0, 10.0, 8))
 
 

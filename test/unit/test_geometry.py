@@ -10,7 +10,8 @@ import pytest
 
 from support.page_examples import POLARIS_HELLO_JSON
 from acres_sim.convert.mount_tree import OPTICAL_ROTATION_XYZW, MountTransform, mount_transforms
-from acres_sim.stream.protocol import ProtocolError, parse_hello
+from acres_sim.stream.protocol import ProtocolError
+from acres_sim.stream.hello import parse_hello
 from acres_sim.rotations import quaternion_to_matrix, rpy_deg_to_quaternion
 
 MAXXUM_LIKE_HELLO_JSON = b"""{

@@ -22,7 +22,7 @@ from acres_sim.nodes.parameters import (
     sim_control_config,
     vehicle_bridge_config,
 )
-from acres_sim.stream.loopback import NotLoopbackError, require_loopback
+from acres_sim.net.loopback import NotLoopbackError, require_loopback
 
 PARAMETERS = BRIDGE.specs
 

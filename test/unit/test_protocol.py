@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acres_sim.stream import protocol as p
+from acres_sim.stream.payloads import decode_payload
+from acres_sim.stream.hello import encode_hello, parse_hello
 from support.page_examples import POLARIS_HELLO_JSON
 
 POLARIS_HELLO = POLARIS_HELLO_JSON
@@ -55,7 +57,7 @@ def test_unknown_type_is_reported_by_name():
     with pytest.raises(p.ProtocolError, match="unknown frame type 9"):
         header.frame_type
     with pytest.raises(p.ProtocolError, match="unknown frame type 0"):
-        p.decode_payload(0, b"")
+        decode_payload(0, b"")
 
 
 def test_frame_types_and_ins_indices_follow_the_seed():
@@ -75,7 +77,7 @@ def test_frame_types_and_ins_indices_follow_the_seed():
 # --- hello ----------------------------------------------------------------------------------------
 
 def test_polaris_hello_of_the_seed():
-    hello = p.parse_hello(POLARIS_HELLO)
+    hello = parse_hello(POLARIS_HELLO)
     assert (hello.schema, hello.agent, hello.vehicle, hello.georeferenced) == (
         "acres-sensor-stream-1", "polaris", "polaris", True)
     assert hello.body_origin_flu_m == (1.14808, 0.0, 0.65536)
@@ -99,8 +101,8 @@ def test_hello_round_trip_keeps_unknown_keys():
     doc = json.loads(POLARIS_HELLO)
     doc["mount_convention"] = "FLU from base_footprint"
     doc["future_key"] = {"x": 1}
-    hello = p.parse_hello(json.dumps(doc).encode())
-    again = p.parse_hello(p.encode_hello(hello))
+    hello = parse_hello(json.dumps(doc).encode())
+    again = parse_hello(encode_hello(hello))
     assert again == hello
     assert again.extra == {"future_key": {"x": 1}}
     assert again.mount_convention == "FLU from base_footprint"
@@ -109,10 +111,10 @@ def test_hello_round_trip_keeps_unknown_keys():
 def test_disabled_sensor_needs_no_other_keys():
     doc = json.loads(POLARIS_HELLO)
     doc["camera"] = {"enabled": False}
-    hello = p.parse_hello(json.dumps(doc).encode())
+    hello = parse_hello(json.dumps(doc).encode())
     assert not hello.camera.enabled
-    assert p.parse_hello(p.encode_hello(hello)) == hello
-    written = json.loads(p.encode_hello(hello))
+    assert parse_hello(encode_hello(hello)) == hello
+    written = json.loads(encode_hello(hello))
     assert written["camera"] == {"enabled": False}
     assert written["lidar"]["hz"] == 10 and isinstance(written["lidar"]["hz"], int)
 
@@ -133,7 +135,7 @@ def test_bad_hello_names_what_is_wrong(mutate, message):
     doc = json.loads(POLARIS_HELLO)
     mutate(doc)
     with pytest.raises(p.ProtocolError, match=message):
-        p.parse_hello(json.dumps(doc).encode())
+        parse_hello(json.dumps(doc).encode())
 
 
 @pytest.mark.parametrize("payload, message", [
@@ -142,7 +144,7 @@ def test_bad_hello_names_what_is_wrong(mutate, message):
 ])
 def test_hello_that_is_not_json(payload, message):
     with pytest.raises(p.ProtocolError, match=message):
-        p.parse_hello(payload)
+        parse_hello(payload)
 
 
 # --- payloads -------------------------------------------------------------------------------------
@@ -226,13 +228,13 @@ def test_ins_clock_barrier_round_trips():
     for kind, wrong in ((p.FrameType.INS, bytes(319)), (p.FrameType.CLOCK, bytes(9)),
                         (p.FrameType.BARRIER, bytes(4))):
         with pytest.raises(p.ProtocolError, match="payload must be"):
-            p.decode_payload(kind, wrong)
+            decode_payload(kind, wrong)
 
 
 def test_every_frame_type_round_trips_through_a_whole_frame():
-    hello = p.parse_hello(POLARIS_HELLO)
+    hello = parse_hello(POLARIS_HELLO)
     samples = {
-        p.FrameType.HELLO: (p.encode_hello(hello), lambda v: v == hello),
+        p.FrameType.HELLO: (encode_hello(hello), lambda v: v == hello),
         p.FrameType.CLOCK: (p.encode_clock(1.25), lambda v: v == 1.25),
         p.FrameType.INS: (p.encode_ins(np.full(40, 2.0)), lambda v: np.all(v == 2.0)),
         p.FrameType.LIDAR: (p.encode_lidar(np.ones((3, 2, 4), np.float32)),
@@ -245,7 +247,7 @@ def test_every_frame_type_round_trips_through_a_whole_frame():
         frame = p.encode_frame(kind, sequence, 0.5 * sequence, 99.0, payload)
         header = p.parse_header(frame[:32])
         assert header == p.FrameHeader(int(kind), sequence, len(payload), 0.5 * sequence, 99.0)
-        assert check(p.decode_payload(header.type, memoryview(frame)[32:]))
+        assert check(decode_payload(header.type, memoryview(frame)[32:]))
 
 
 # --- arbitrary bytes ------------------------------------------------------------------------------
@@ -254,7 +256,7 @@ def test_every_frame_type_round_trips_through_a_whole_frame():
 @given(kind=st.integers(0, 8), payload=st.binary(max_size=300))
 def test_arbitrary_payloads_raise_only_protocol_error(kind, payload):
     try:
-        p.decode_payload(kind, payload)
+        decode_payload(kind, payload)
     except p.ProtocolError:
         pass
 
@@ -284,7 +286,7 @@ def test_arbitrary_json_as_hello_raises_only_protocol_error(doc):
     except ValueError:
         return
     try:
-        p.parse_hello(payload)
+        parse_hello(payload)
     except p.ProtocolError:
         pass
 

@@ -1,4 +1,5 @@
-"""Render workers for the fake game's LiDAR sweeps and camera images."""
+"""The fake game's LiDAR sweeps and camera images: render workers, and each agent's render
+scheduling (how many in flight, the cache of cached mode, publishing when done)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
+
+from acres_sim.fake_game.simulation.sinks import FrameSink
+from acres_sim.stream.protocol import FrameType
 
 
 class RenderPool:
@@ -47,3 +52,73 @@ class RenderPool:
                 job[0].cancel()
         for _ in range(self._workers):
             self._jobs.put(None)
+
+
+class AgentRenders:
+    """One agent's LiDAR and camera renders: at most MAX_IN_FLIGHT on the pool at once (then the
+    simulation waits, as the game's frame waits for its renderer), each published to the agent's
+    stream when done. Cached mode renders CACHED_RENDERS of each kind once and then serves them again
+    in turn with fresh stamps, so that the fake game costs little more than the copying of bytes."""
+
+    MAX_IN_FLIGHT = 4
+    CACHED_RENDERS = 5  # clouds and images re-served in cached mode (0.5 s of a 10 Hz sensor)
+    STOP_POLL_S = 0.02  # a world waiting for its renderer looks at `stopping` this often
+
+    def __init__(self, stream: FrameSink, render: Callable[[FrameType, float], bytes], *, cached: bool,
+                 on_failure: Callable[[FrameType, BaseException], None]):
+        self._stream = stream
+        self._render_payload = render
+        self._cached = cached
+        self._on_failure = on_failure
+        self._futures: list[Future] = []
+        self._cache: dict[FrameType, list[bytes]] = {}
+        self._served: dict[FrameType, int] = {}
+        self._cache_lock = threading.Lock()
+
+    def submit(self, pool: RenderPool, kind: FrameType, t: float, payload_size: int,
+               stopping: Callable[[], bool]) -> None:
+        """Render a frame of world time t on the pool, unless nobody would get it."""
+        stream = self._stream
+        if not stream.connected:
+            return  # nobody would get it: do not spend the render
+        if stream.would_drop(kind, payload_size):
+            stream.count_drop(kind)  # the flow control would drop it: skip the render as well
+            return
+        self._futures = [f for f in self._futures if not f.done()]
+        while len(self._futures) >= self.MAX_IN_FLIGHT:
+            # The renderer is behind: the world waits for it, in short waits, so that stop is not
+            # held up by a busy renderer.
+            done, _ = wait_futures(self._futures[:1], timeout=self.STOP_POLL_S)
+            if stopping():
+                return
+            if done:
+                self._futures.pop(0).result()
+        self._futures.append(pool.submit(self._render, kind, t))
+
+    def wait(self) -> None:
+        """Until every render submitted was published (raises what a render raised)."""
+        for future in self._futures:
+            future.result()
+        self._futures.clear()
+
+    def _render(self, kind: FrameType, t: float) -> None:
+        try:
+            self._stream.publish(kind, t, self._payload(kind, t))
+        except BaseException as exc:  # surface it: a broken renderer must not fail silently
+            self._on_failure(kind, exc)
+            raise
+
+    def _payload(self, kind: FrameType, t: float) -> bytes:
+        if not self._cached:
+            return self._render_payload(kind, t)
+        with self._cache_lock:
+            cache = self._cache.setdefault(kind, [])
+            served = self._served.get(kind, 0)
+            self._served[kind] = served + 1
+            if len(cache) >= self.CACHED_RENDERS:
+                return cache[served % len(cache)]
+        payload = self._render_payload(kind, t)
+        with self._cache_lock:
+            if len(cache) < self.CACHED_RENDERS:
+                cache.append(payload)
+        return payload

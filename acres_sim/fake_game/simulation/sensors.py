@@ -22,13 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acres_sim.stream.protocol import (
-    INS_FIELDS,
-    INS_GEO_FIELDS,
-    CameraConfig,
-    Ins,
-    LidarConfig,
-)
+from acres_sim.stream.protocol import INS_FIELDS, INS_GEO_FIELDS, Ins
+
+from acres_sim.stream.hello import CameraConfig, LidarConfig
 from acres_sim.rotations import matrix_to_quaternion, rpy_matrix
 
 from acres_sim.fake_game.world.georef import Georeference

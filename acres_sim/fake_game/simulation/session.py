@@ -24,11 +24,9 @@ the stream then repeats a fresh start's frames). set_entity_state() places an ag
 that pose (or moves on with the twist it was given) until a state reset. Both wait for the renders
 in flight, so that no frame mixes the world before and after.
 
-Driving. An agent with a Vehicle Bridge drives its route until the bridge holds a command; from
-then its VehicleModel is stepped with the latest command at every physics step (zero-order hold),
-before that step's frames, and the sensors follow the driven track (DrivenMotion). After the
-frames each step's report goes to the bridge; in lockstep the bridges get their barrier after the
-streams'. A STATE or ALL reset puts the vehicle back on its route until the next command.
+Driving. An agent with a Vehicle Bridge drives as driving.py says (AgentDriving: its vehicle model
+is stepped before the step's frames); after the frames each step's report goes to the bridge; in
+lockstep the bridges get their barrier after the streams'. Renders: render_pool.py (AgentRenders).
 
 Vehicle time. Each agent's Clock payload is its own physics time: the world time plus a constant
 lead of VEHICLE_CLOCK_LEAD_S + 100 s x agent index, so the offset (world minus vehicle time) is
@@ -41,24 +39,12 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from concurrent.futures import Future
-from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from acres_sim.stream.protocol import (
-    FrameType,
-    Hello,
-    encode_barrier,
-    encode_camera,
-    encode_clock,
-    encode_ins,
-    encode_lidar,
-)
-from acres_sim.rotations import quaternion_to_matrix
-
+from acres_sim.fake_game.simulation.driving import AgentDriving
 from acres_sim.fake_game.simulation.entities import (
     WORLD_HALF_EXTENT_M,
     EntityState,
@@ -67,34 +53,36 @@ from acres_sim.fake_game.simulation.entities import (
     finite_vector,
     float_triple,
 )
-from acres_sim.fake_game.world.motion import HeldMotion, RouteMotion
-from acres_sim.fake_game.simulation.render_pool import RenderPool
+from acres_sim.fake_game.simulation.render_pool import AgentRenders, RenderPool
 from acres_sim.fake_game.simulation.session_config import AgentSpec, SessionConfig
-from acres_sim.fake_game.simulation.world_clock import PHYSICS_HZ, SensorSchedule, world_time
 from acres_sim.fake_game.simulation.sinks import (
     FrameSink,
     LogFn,
     OpenStream,
     OpenVehicle,
-    VehicleSink,
+    VehicleStepReport,
     stdout_log,
 )
-from acres_sim.fake_game.simulation.vehicle_model import (
-    RELEASED,
-    VEHICLE_PARAMS,
-    VehicleModel,
-    VehicleState,
+from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
+from acres_sim.fake_game.simulation.world_clock import SensorSchedule, world_time
+from acres_sim.fake_game.world.motion import HeldMotion, RouteMotion
+from acres_sim.rotations import quaternion_to_matrix
+from acres_sim.stream.hello import Hello
+from acres_sim.stream.protocol import (
+    FrameType,
+    encode_barrier,
+    encode_camera,
+    encode_clock,
+    encode_ins,
+    encode_lidar,
 )
-from acres_sim.fake_game.world.motion import DriveKnot, DrivenMotion
+from acres_sim.stream.timing import PHYSICS_HZ
 
 RESET_SCOPES = ("time", "state", "all")
 VEHICLE_CLOCK_LEAD_S = 1234.5  # vehicle time minus world time of agent 0
 MAX_STEPS_PER_REQUEST = 1_000_000
 AGENT_SPACING_M = 40.0  # distance along the loop between the start places of the agents
-CACHED_RENDERS = 5  # clouds and images re-served in --cached mode (0.5 s of a 10 Hz sensor)
-_MAX_RENDERS_IN_FLIGHT = 4  # per agent: beyond this the simulation waits for the renderer
 _MAX_LAG_S = 1.0  # real-time pacing: further behind than this, give up catching up
-_STOP_POLL_S = 0.02  # a world waiting for its renderer looks at stop this often
 
 
 class NotPaused(Exception):
@@ -108,20 +96,12 @@ class _Agent:
     hello: Hello
     simulator: Any  # simulation.AgentSimulator
     stream: FrameSink
+    renders: AgentRenders
     clock_lead_s: float
-    ins: SensorSchedule | None
-    lidar: SensorSchedule | None
-    camera: SensorSchedule | None
-    renders: list[Future] = field(default_factory=list)
-    cache: dict[FrameType, list[bytes]] = field(default_factory=dict)
-    served: dict[FrameType, int] = field(default_factory=dict)
-    cache_lock: threading.Lock = field(default_factory=threading.Lock)
-    lidar_size: int = 0
-    camera_size: int = 0
-    vehicle_bridge: VehicleSink | None = None
-    model: VehicleModel | None = None  # while driven by its Vehicle Bridge's commands
-    track: DrivenMotion | None = None
-    command_stamp_s: float | None = None  # of the command applied in the last step
+    ins: SensorSchedule | None = None
+    lidar: SensorSchedule | None = None
+    camera: SensorSchedule | None = None
+    driving: AgentDriving | None = None  # with a Vehicle Bridge
 
     def restart_schedules(self, camera_on: bool) -> None:
         """Sensor epochs from world time 0: at the start and after a TIME reset."""
@@ -189,14 +169,14 @@ class Session:
                 continue  # the session goes on without this stream
             agent = _Agent(
                 index=index, spec=spec, hello=hello, simulator=simulator, stream=stream,
-                clock_lead_s=VEHICLE_CLOCK_LEAD_S + 100.0 * index, ins=None, lidar=None, camera=None,
-                lidar_size=16 + 16 * hello.lidar.columns * hello.lidar.rings,
-                camera_size=16 + 3 * hello.camera.width * hello.camera.height,
-            )
+                renders=AgentRenders(stream, self._renderer(simulator), cached=cfg.cached,
+                                     on_failure=self._render_failed(spec.agent)),
+                clock_lead_s=VEHICLE_CLOCK_LEAD_S + 100.0 * index)
             if spec.vehicle_port is not None and self._open_vehicle is not None:
-                agent.vehicle_bridge = self._open_vehicle(spec.agent, spec.vehicle, spec.vehicle_port,
-                                                          VEHICLE_PARAMS[spec.vehicle],
-                                                          lambda a=agent: self._state_now(a))
+                bridge = self._open_vehicle(spec.agent, spec.vehicle, spec.vehicle_port,
+                                            VEHICLE_PARAMS[spec.vehicle], lambda a=agent: self._state_now(a))
+                if bridge is not None:
+                    agent.driving = AgentDriving(VEHICLE_PARAMS[spec.vehicle], bridge)
             agent.restart_schedules(self._camera_on(hello))
             self._agents.append(agent)
         # In real time one render thread per agent: two renders side by side cost each other 45 %
@@ -212,7 +192,8 @@ class Session:
         return hello.camera.enabled and self.config.flavor != "core"
 
     @property
-    def listening_agents(self) -> list[str]:
+    def agents(self) -> list[str]:
+        """The agents whose streams listen (an agent whose port could not be opened is left out)."""
         return [a.spec.agent for a in self._agents]
 
     @property
@@ -242,8 +223,8 @@ class Session:
             self._pool = None
         for agent in self._agents:
             agent.stream.stop()
-            if agent.vehicle_bridge is not None:
-                agent.vehicle_bridge.stop()
+            if agent.driving is not None:
+                agent.driving.bridge.stop()
         self._finished.set()
 
     # -- requests (control channel) -----------------------------------------------------------
@@ -277,8 +258,8 @@ class Session:
                 stamp = world_time(step)
                 for agent in self._agents:
                     agent.stream.publish(FrameType.BARRIER, stamp, encode_barrier(step))
-                    if agent.vehicle_bridge is not None:
-                        agent.vehicle_bridge.barrier(step, stamp)
+                    if agent.driving is not None:
+                        agent.driving.bridge.barrier(step, stamp)
             if self._duration_reached():
                 self._finished.set()
             return step, stamp
@@ -294,35 +275,33 @@ class Session:
                 for agent in self._agents:
                     if scope == "all":
                         agent.simulator.restart()
-                        self._stop_driving(agent)
+                        if agent.driving is not None:
+                            agent.driving.stop()
                     else:
                         agent.simulator.shift_time(dt)
-                        motion = agent.simulator.motion
-                        agent.track = motion if isinstance(motion, DrivenMotion) else None
+                        if agent.driving is not None:
+                            agent.driving.follow_shifted_track(agent.simulator.motion)
                     agent.restart_schedules(self._camera_on(agent.hello))
             if scope == "state":
                 now = world_time(self._step)
                 for agent in self._agents:
                     agent.simulator.place(RouteMotion(now))
-                    self._stop_driving(agent)
+                    if agent.driving is not None:
+                        agent.driving.stop()
             # The Vehicle Bridges hear of it before the answer: the state now, then a barrier.
             now = world_time(self._step)
             for agent in self._agents:
-                if agent.vehicle_bridge is not None and agent.vehicle_bridge.connected:
-                    state = self._vehicle_report(agent, self._step, now)
-                    agent.vehicle_bridge.report({**state, "reset": scope})
-                    agent.vehicle_bridge.barrier(self._step, now)
+                driving = agent.driving
+                if driving is not None and driving.bridge.connected:
+                    driving.bridge.report(self._vehicle_report(agent, self._step, now, reset=scope))
+                    driving.bridge.barrier(self._step, now)
             return self._step, now
-
-    @property
-    def entities(self) -> list[str]:
-        return [a.spec.agent for a in self._agents]
 
     def _agent(self, name: Any) -> _Agent:
         for agent in self._agents:
             if agent.spec.agent == name:
                 return agent
-        raise UnknownAgent(f"no agent {name!r}; the agents are {', '.join(self.entities) or 'none'}")
+        raise UnknownAgent(f"no agent {name!r}; the agents are {', '.join(self.agents) or 'none'}")
 
     def entity_state(self, name: Any) -> EntityState:
         agent = self._agent(name)
@@ -400,8 +379,8 @@ class Session:
             "agents": [
                 {"agent": a.spec.agent, "vehicle": a.spec.vehicle, "port": a.stream.port,
                  "connected": a.stream.connected,
-                 "vehicle_port": a.vehicle_bridge.port if a.vehicle_bridge is not None else None,
-                 "driven": a.model is not None}
+                 "vehicle_port": a.driving.bridge.port if a.driving is not None else None,
+                 "driven": a.driving is not None and a.driving.driven}
                 for a in self._agents
             ],
         }
@@ -460,8 +439,11 @@ class Session:
         self._step = step
 
     def _agent_step(self, agent: _Agent, step: int, t: float) -> None:
-        if agent.vehicle_bridge is not None:
-            self._drive(agent, t)
+        driving = agent.driving
+        if driving is not None:
+            with self._state:
+                lockstep = self._paused  # held or stepping: the bridge does not brake a slow client
+            driving.step(agent.simulator, t, lockstep)
         stream = agent.stream
         stream.publish(FrameType.CLOCK, t, encode_clock(t + agent.clock_lead_s))
         if agent.ins is not None:
@@ -470,132 +452,42 @@ class Session:
                 # and the same seed must give the same epochs whenever a client connects.
                 values = agent.simulator.ins_values(t)
                 stream.publish(FrameType.INS, t, encode_ins(values))
-        if agent.lidar is not None:
-            for _ in range(agent.lidar.due(step)):
-                self._submit(agent, FrameType.LIDAR, t, agent.lidar_size)
-        if agent.camera is not None:
-            for _ in range(agent.camera.due(step)):
-                self._submit(agent, FrameType.CAMERA, t, agent.camera_size)
-        if agent.vehicle_bridge is not None and agent.vehicle_bridge.connected:
-            agent.vehicle_bridge.report(self._vehicle_report(agent, step, t))
+        assert self._pool is not None
+        for schedule, kind, config in ((agent.lidar, FrameType.LIDAR, agent.hello.lidar),
+                                       (agent.camera, FrameType.CAMERA, agent.hello.camera)):
+            if schedule is not None:
+                for _ in range(schedule.due(step)):
+                    agent.renders.submit(self._pool, kind, t, config.payload_size, lambda: self._stopping)
+        if driving is not None and driving.bridge.connected:
+            driving.bridge.report(self._vehicle_report(agent, step, t))
 
-    # -- driving ------------------------------------------------------------------------------
-
-    def _drive(self, agent: _Agent, t: float) -> None:
-        """Step the agent's vehicle to world time t under the command its bridge holds."""
-        assert agent.vehicle_bridge is not None
-        with self._state:
-            lockstep = self._paused  # held or stepping: the bridge does not brake a slow client
-        held = agent.vehicle_bridge.held_command(lockstep)
-        simulator = agent.simulator
-        if agent.model is not None and simulator.motion is not agent.track:
-            agent.model = agent.track = None  # placed by the control channel: take over from there
-        if agent.model is None:
-            if held is None:
-                return  # it drives its route (or holds) until the first command
-            before = t - 1.0 / PHYSICS_HZ
-            x, y, yaw, speed = simulator.planar_state(before)
-            agent.model = VehicleModel(VEHICLE_PARAMS[agent.spec.vehicle],
-                                       VehicleState(x, y, yaw, speed_mps=speed))
-            agent.track = DrivenMotion(DriveKnot(before, x, y, yaw, speed, 0.0))
-            simulator.place(agent.track)
-        model, track = agent.model, agent.track
-        assert track is not None
-        now = model.state
-        state = model.step(held.command if held is not None else RELEASED, 1.0 / PHYSICS_HZ,
-                           simulator.grade(now.x, now.y, now.yaw))
-        rate = state.speed_mps * math.tan(state.steer_rad) / model.params.wheelbase_m
-        track.add(DriveKnot(t, state.x, state.y, state.yaw, state.speed_mps, rate))
-        agent.command_stamp_s = held.stamp_s if held is not None else None
-
-    def _stop_driving(self, agent: _Agent) -> None:
-        agent.model = agent.track = None
-        agent.command_stamp_s = None
-        if agent.vehicle_bridge is not None:
-            agent.vehicle_bridge.forget()
-
-    def _state_now(self, agent: _Agent) -> dict[str, Any]:
+    def _state_now(self, agent: _Agent) -> VehicleStepReport:
         """The report of the world as it stands, for a client that connects (a held world sends
         none until its next step)."""
         with self._world_lock:
             return self._vehicle_report(agent, self._step, world_time(self._step))
 
-    def _vehicle_report(self, agent: _Agent, step: int, t: float) -> dict[str, Any]:
-        """What the Vehicle Bridge reports of this step (the messages: doc/fake-game.md)."""
-        model = agent.model
-        base = {"step": step, "time_s": t, "vehicle_time_s": t + agent.clock_lead_s,
-                "driven": model is not None, "command_stamp_s": agent.command_stamp_s}
-        if model is not None:
-            s, c = model.state, model.command
-            return {**base, "steer_rad": s.steer_rad, "steer_request_rad": c.steer_request_rad,
-                    "throttle": c.throttle, "brake": c.brake, "direction": s.direction, "gear": s.gear,
-                    "speed_mps": s.speed_mps, "yaw_rate": s.yaw_rate,
-                    "wheel_speeds_rad_s": list(model.wheel_speeds()), "rpm": model.rpm()}
-        # On its route: what the chassis does there, as a model in that state would report it.
-        kin = agent.simulator.kinematics(t)
-        speed, rate = float(kin.velocity_body[0]), float(kin.angular_rate_body[2])
-        params = VEHICLE_PARAMS[agent.spec.vehicle]
-        steer = math.atan(params.wheelbase_m * rate / speed) if abs(speed) > 0.1 else 0.0
-        shadow = VehicleModel(params, VehicleState(0.0, 0.0, 0.0, speed_mps=speed, steer_rad=steer))
-        return {**base, "steer_rad": steer, "steer_request_rad": steer, "throttle": 0.0, "brake": 0.0,
-                "direction": 1, "gear": "drive", "speed_mps": speed, "yaw_rate": rate,
-                "wheel_speeds_rad_s": list(shadow.wheel_speeds()), "rpm": shadow.rpm()}
+    @staticmethod
+    def _vehicle_report(agent: _Agent, step: int, t: float, reset: str | None = None) -> VehicleStepReport:
+        assert agent.driving is not None
+        return agent.driving.report(agent.simulator, step, t, t + agent.clock_lead_s, reset)
 
-    def _submit(self, agent: _Agent, kind: FrameType, t: float, size: int) -> None:
-        stream = agent.stream
-        if not stream.connected:
-            return  # nobody would get it: do not spend the render
-        if stream.would_drop(kind, size):
-            stream.count_drop(kind)  # the flow control would drop it: skip the render as well
-            return
-        agent.renders = [f for f in agent.renders if not f.done()]
-        while len(agent.renders) >= _MAX_RENDERS_IN_FLIGHT:
-            # The renderer is behind: the world waits for it, as the game's frame does; in short
-            # waits, so that stop is not held up by a busy renderer.
-            done, _ = wait_futures(agent.renders[:1], timeout=_STOP_POLL_S)
-            if self._stopping:
-                return
-            if done:
-                agent.renders.pop(0).result()
-        assert self._pool is not None
-        agent.renders.append(self._pool.submit(self._render, agent, kind, t))
+    # -- renders ------------------------------------------------------------------------------
 
-    def _render(self, agent: _Agent, kind: FrameType, t: float) -> None:
-        try:
-            payload = self._payload(agent, kind, t)
-            agent.stream.publish(kind, t, payload)
-        except BaseException as exc:  # surface it: a broken renderer must not fail silently
+    @staticmethod
+    def _renderer(simulator: Any) -> Any:
+        def render(kind: FrameType, t: float) -> bytes:
+            if kind == FrameType.LIDAR:
+                return encode_lidar(simulator.lidar_points(t))
+            return encode_camera(simulator.camera_image(t))
+        return render
+
+    def _render_failed(self, agent: str) -> Any:
+        def failed(kind: FrameType, exc: BaseException) -> None:
             self._render_error = exc
-            self._log(f"ACRES_FAKE_GAME_RENDER_FAILED agent={agent.spec.agent} type={kind.name.lower()} "
-                      f"error={exc!r}")
-            raise
-
-    def _payload(self, agent: _Agent, kind: FrameType, t: float) -> bytes:
-        render: Callable[[], bytes]
-        if kind == FrameType.LIDAR:
-            def render() -> bytes:
-                return encode_lidar(agent.simulator.lidar_points(t))
-        else:
-            def render() -> bytes:
-                return encode_camera(agent.simulator.camera_image(t))
-        if not self.config.cached:
-            return render()
-        # Cached mode: the first few renders are kept and then served again in turn with fresh
-        # stamps, so the fake game costs little more than the copying of bytes.
-        with agent.cache_lock:
-            cache = agent.cache.setdefault(kind, [])
-            served = agent.served.get(kind, 0)
-            agent.served[kind] = served + 1
-            if len(cache) >= CACHED_RENDERS:
-                return cache[served % len(cache)]
-        payload = render()
-        with agent.cache_lock:
-            if len(cache) < CACHED_RENDERS:
-                cache.append(payload)
-        return payload
+            self._log(f"ACRES_FAKE_GAME_RENDER_FAILED agent={agent} type={kind.name.lower()} error={exc!r}")
+        return failed
 
     def _wait_renders(self) -> None:
         for agent in self._agents:
-            for future in agent.renders:
-                future.result()
-            agent.renders.clear()
+            agent.renders.wait()

@@ -19,7 +19,9 @@ import zlib
 
 import numpy as np
 
-from acres_sim.stream.protocol import Hello, column_firing_offsets
+from acres_sim.stream.hello import Hello
+
+from acres_sim.stream.timing import column_firing_offsets
 from acres_sim.rotations import matrix_to_quaternion
 
 from acres_sim.fake_game.world.georef import Georeference

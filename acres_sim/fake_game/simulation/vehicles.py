@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from acres_sim.stream.protocol import CameraConfig, Hello, InsConfig, LidarConfig
+from acres_sim.stream.hello import CameraConfig, Hello, InsConfig, LidarConfig
 
 VEHICLES = ("polaris", "maxxum")
 FLAVORS = ("game", "core")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from acres_sim.stream.protocol import PHYSICS_HZ
+from acres_sim.stream.timing import PHYSICS_HZ
 
 
 def world_time(step: int) -> float:

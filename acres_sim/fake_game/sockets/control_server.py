@@ -26,7 +26,8 @@ import socket
 import threading
 from typing import Any
 
-from acres_sim.fake_game.sockets.listener import accept_loop, listen_loopback
+from acres_sim.fake_game.sockets.loopback_server import LoopbackServer
+from acres_sim.net.lines import TOO_LONG, read_lines
 from acres_sim.fake_game.simulation.sinks import LogFn, stdout_log
 from acres_sim.fake_game.simulation.entities import EntityState, InvalidPose, UnknownAgent
 from acres_sim.fake_game.simulation.session import NotPaused, Session
@@ -34,49 +35,29 @@ from acres_sim.fake_game.simulation.session import NotPaused, Session
 MAX_LINE_BYTES = 64 * 1024
 
 
-class ControlServer:
+class ControlServer(LoopbackServer):
     def __init__(self, port: int, session: Session, log: LogFn = stdout_log):
-        self.port = port
+        super().__init__(port, label="SIM_CONTROL", backlog=8, log=log)
         self._session = session
-        self._log = log
-        self._listener: socket.socket | None = None
-        self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._conns: set[socket.socket] = set()
         self._lock = threading.Lock()
 
-    def start(self) -> bool:
-        listener = listen_loopback(self.port, backlog=8)
-        if listener is None:
-            self._log(f"ACRES_SIM_CONTROL_LISTEN_FAILED port={self.port}")
-            return False
-        self.port = listener.getsockname()[1]
-        self._listener = listener
-        thread = threading.Thread(target=self._accept_loop, name="control", daemon=True)
-        thread.start()
-        self._threads.append(thread)
-        self._log(f"ACRES_SIM_CONTROL_LISTENING port={self.port}")
-        return True
-
     def stop(self) -> None:
-        self._stop.set()
+        super().stop()
+        for thread in self._threads:
+            thread.join(timeout=5.0)
+
+    def _wake(self) -> None:
         with self._lock:
             for conn in self._conns:
                 try:
                     conn.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-        for thread in self._threads:
-            thread.join(timeout=5.0)
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
 
-    def _accept_loop(self) -> None:
-        assert self._listener is not None
-        accept_loop(self._listener, self._stop, self._start_client)
-
-    def _start_client(self, conn: socket.socket) -> None:
+    def _handle(self, conn: socket.socket) -> None:
+        """Every client on a thread of its own: several may send requests."""
         with self._lock:
             self._conns.add(conn)
         thread = threading.Thread(target=self._serve, args=(conn,), name="control-client", daemon=True)
@@ -84,31 +65,12 @@ class ControlServer:
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]
 
     def _serve(self, conn: socket.socket) -> None:
-        buffer = bytearray()
-        skipping = False  # inside an over-long line: drop bytes up to its newline
         try:
-            while not self._stop.is_set():
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                buffer += chunk
-                while True:
-                    newline = buffer.find(b"\n")
-                    if newline < 0:
-                        if len(buffer) > MAX_LINE_BYTES and not skipping:
-                            self._reply(conn, _error("bad_request",
-                                                     f"request longer than {MAX_LINE_BYTES} bytes"))
-                            skipping = True
-                        if skipping:
-                            buffer.clear()
-                        break
-                    line = bytes(buffer[:newline])
-                    del buffer[: newline + 1]
-                    if skipping:
-                        skipping = False
-                        continue
-                    if line.strip():
-                        self._reply(conn, self.handle(line))
+            for line in read_lines(conn, self._stop, MAX_LINE_BYTES):
+                if line is TOO_LONG:
+                    self._reply(conn, _error("bad_request", f"request longer than {MAX_LINE_BYTES} bytes"))
+                else:
+                    self._reply(conn, self.handle(line))
         except OSError:
             return
         finally:
@@ -191,7 +153,7 @@ class ControlServer:
         "play": _play,
         "status": lambda session, request: session.status(),
         "reset": _reset,
-        "entities": lambda session, request: {"entities": session.entities},
+        "entities": lambda session, request: {"entities": session.agents},
         "get_state": _get_state,
         "set_state": _set_state,
     }

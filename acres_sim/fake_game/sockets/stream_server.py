@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from acres_sim.fake_game.simulation.session_config import DEFAULT_MAX_QUEUED_BYTES, SessionConfig
 from acres_sim.fake_game.simulation.sinks import LogFn, OpenStream, stdout_log
-from acres_sim.fake_game.sockets.listener import accept_loop, listen_loopback
-from acres_sim.stream.protocol import FrameType, Hello, encode_hello, pack_header
+from acres_sim.fake_game.sockets.loopback_server import LoopbackServer
+from acres_sim.stream.protocol import FrameType, pack_header
+from acres_sim.stream.hello import Hello, encode_hello
 
 SEND_BUFFER_REQUEST = 16 << 20  # the game asks the kernel for 16 MiB; we report what it granted
 LISTEN_BACKLOG = 4  # later clients wait here until the current one disconnects
@@ -56,7 +57,7 @@ class _Stopping(Exception):
     pass
 
 
-class StreamServer:
+class StreamServer(LoopbackServer):
     """The sensor stream of one agent.
 
     publish() may be called from any thread. With flavor "core" the Hello has sequence 0 and
@@ -72,13 +73,12 @@ class StreamServer:
             raise ValueError(f"flavor must be game or core, got {flavor!r}")
         if max_queued_bytes <= 0:
             raise ValueError(f"max_queued_bytes must be positive, got {max_queued_bytes}")
+        super().__init__(port, label="SENSOR_STREAM", tags=f"agent={agent}", backlog=LISTEN_BACKLOG, log=log)
         self.agent = agent
-        self.port = port
         self.flavor = flavor
         self._hello_payload = encode_hello(hello)
         self._max_queued = int(max_queued_bytes)
         self._stats_period_s = float(stats_period_s)
-        self._log = log
         self._world_time = world_time
 
         self._lock = threading.Condition()
@@ -87,43 +87,19 @@ class StreamServer:
         self._connected = False
         self._sequence = 1 if flavor == "core" else 0
         self._counters = {t: TypeCounter() for t in FrameType}
-        self._stop = threading.Event()
-        self._listener: socket.socket | None = None
-        self._thread: threading.Thread | None = None
-        self.listening = False
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> bool:
-        """Listen and start the sender thread; False (and LISTEN_FAILED) when the port is taken."""
-        listener = listen_loopback(self.port, LISTEN_BACKLOG)
-        if listener is None:
-            self._log(f"ACRES_SENSOR_STREAM_LISTEN_FAILED agent={self.agent} port={self.port}")
-            return False
-        self.port = listener.getsockname()[1]  # port 0 asks the kernel for a free one
-        self._listener = listener
-        self.listening = True
-        # Logged before the sender thread runs: a client already waiting connects at once, and its
-        # CONNECTED line must come after LISTENING.
-        self._log(f"ACRES_SENSOR_STREAM_LISTENING agent={self.agent} port={self.port}")
-        self._thread = threading.Thread(target=self._run, name=f"stream-{self.agent}", daemon=True)
-        self._thread.start()
-        return True
-
     def stop(self) -> None:
         """Close the client and the listening socket, then log STOP with the final counters."""
-        self._stop.set()
+        was_listening = self.listening
+        super().stop()
+        if was_listening:
+            self._log(f"ACRES_SENSOR_STREAM_STOP agent={self.agent} {self.stats_text()}")
+
+    def _wake(self) -> None:
         with self._lock:
             self._lock.notify_all()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
-        if self.listening:
-            self.listening = False
-            self._log(f"ACRES_SENSOR_STREAM_STOP agent={self.agent} {self.stats_text()}")
 
     # -- the simulation side ------------------------------------------------------------------
 
@@ -191,11 +167,7 @@ class StreamServer:
 
     # -- the sender thread --------------------------------------------------------------------
 
-    def _run(self) -> None:
-        assert self._listener is not None
-        accept_loop(self._listener, self._stop, self._serve_and_close)
-
-    def _serve_and_close(self, conn: socket.socket) -> None:
+    def _handle(self, conn: socket.socket) -> None:
         try:
             self._serve(conn)
         finally:

@@ -33,14 +33,20 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from typing import Any
 
-from acres_sim.fake_game.simulation.sinks import HeldCommand, LogFn, OpenVehicle, stdout_log
+from acres_sim.fake_game.simulation.sinks import (
+    HeldCommand,
+    LogFn,
+    OpenVehicle,
+    StateNow,
+    VehicleStepReport,
+    stdout_log,
+)
 from acres_sim.fake_game.simulation.vehicle_model import VehicleCommand, VehicleParams
-from acres_sim.fake_game.sockets.listener import accept_loop, listen_loopback
-from acres_sim.stream.lines import TOO_LONG, read_lines
-from acres_sim.stream.protocol import PHYSICS_HZ
+from acres_sim.fake_game.sockets.loopback_server import LoopbackServer
+from acres_sim.net.lines import TOO_LONG, read_lines
+from acres_sim.stream.timing import PHYSICS_HZ
 
 WATCHDOG_S = 0.5
 MAX_LINE_BYTES = 16 * 1024  # a longer line is refused and skipped: memory stays bounded
@@ -48,50 +54,28 @@ MAX_QUEUED_LINES = 1200  # reports of 10 s; beyond that the oldest reports are d
 _POLL_S = 0.1
 
 
-class VehicleServer:
+class VehicleServer(LoopbackServer):
     """The Vehicle Bridge of one agent. report() and barrier() may be called from any thread."""
 
     def __init__(self, agent: str, vehicle: str, port: int, params: VehicleParams, physics_hz: int, *,
-                 state_now: Callable[[], dict[str, Any]] | None = None, log: LogFn = stdout_log):
+                 state_now: StateNow | None = None, log: LogFn = stdout_log):
+        super().__init__(port, label="VEHICLE_BRIDGE", tags=f"agent={agent}", backlog=4, log=log)
         self.agent = agent
         self.vehicle = vehicle
-        self.port = port
         self._hello = json.dumps({"type": "hello", "agent": agent, "vehicle": vehicle,
                                   "physics_hz": physics_hz, "params": params.as_dict()}) + "\n"
-        self._log = log
         self._state_now = state_now
         self._lock = threading.Condition()
         self._queue: deque[tuple[bytes, bool]] = deque()  # (line, droppable)
         self._held: HeldCommand | None = None
         self._last_line = 0.0  # monotonic time of the client's last line
         self._connected = False
-        self._stop = threading.Event()
-        self._listener: socket.socket | None = None
-        self._thread: threading.Thread | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    def start(self) -> bool:
-        listener = listen_loopback(self.port, backlog=4)
-        if listener is None:
-            self._log(f"ACRES_VEHICLE_BRIDGE_LISTEN_FAILED agent={self.agent} port={self.port}")
-            return False
-        self.port = listener.getsockname()[1]
-        self._listener = listener
-        self._log(f"ACRES_VEHICLE_BRIDGE_LISTENING agent={self.agent} port={self.port}")
-        self._thread = threading.Thread(target=accept_loop, args=(listener, self._stop, self._serve),
-                                        name=f"vehicle-{self.agent}", daemon=True)
-        self._thread.start()
-        return True
-
-    def stop(self) -> None:
-        self._stop.set()
+    def _wake(self) -> None:
         with self._lock:
             self._lock.notify_all()
-        if self._thread is not None:
-            self._thread.join(2.0)
-        if self._listener is not None:
-            self._listener.close()
 
     @property
     def connected(self) -> bool:
@@ -118,8 +102,8 @@ class VehicleServer:
         with self._lock:
             self._held = None
 
-    def report(self, fields: dict[str, Any]) -> None:
-        self._send({"type": "report", **fields}, droppable=True)
+    def report(self, report: VehicleStepReport) -> None:
+        self._send(report_message(report), droppable=True)
 
     def barrier(self, step: int, time_s: float) -> None:
         self._send({"type": "barrier", "step": step, "time_s": time_s}, droppable=False)
@@ -139,7 +123,7 @@ class VehicleServer:
 
     # -- the client -----------------------------------------------------------------------------
 
-    def _serve(self, conn: socket.socket) -> None:
+    def _handle(self, conn: socket.socket) -> None:
         # Lines go out as they come ("held", then a step's reports and barrier): without this Nagle
         # holds the second write for the client's delayed ACK, 40 ms a step.
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -153,7 +137,7 @@ class VehicleServer:
         try:
             conn.sendall(self._hello.encode())
             if self._state_now is not None:  # the state now: a held world reports nothing until it steps
-                state = json.dumps({"type": "report", **self._state_now()}, allow_nan=False) + "\n"
+                state = json.dumps(report_message(self._state_now()), allow_nan=False) + "\n"
                 conn.sendall(state.encode())
             reader.start()
             while not self._stop.is_set() and reader.is_alive():
@@ -210,6 +194,20 @@ class VehicleServer:
         self._send({"type": "error", "code": "bad_request", "error": why}, droppable=False)
 
 
+def report_message(report: VehicleStepReport) -> dict[str, Any]:
+    """A step's report as its JSON object (the "reset" key only on the report after a reset)."""
+    message: dict[str, Any] = {
+        "type": "report", "step": report.step, "time_s": report.time_s,
+        "vehicle_time_s": report.vehicle_time_s, "driven": report.driven,
+        "command_stamp_s": report.command_stamp_s, "steer_rad": report.steer_rad,
+        "steer_request_rad": report.steer_request_rad, "throttle": report.throttle, "brake": report.brake,
+        "direction": report.direction, "gear": report.gear, "speed_mps": report.speed_mps,
+        "yaw_rate": report.yaw_rate, "wheel_speeds_rad_s": list(report.wheel_speeds_rad_s), "rpm": report.rpm}
+    if report.reset is not None:
+        message["reset"] = report.reset
+    return message
+
+
 def _number(message: dict[str, Any], name: str) -> float:
     value = message.get(name, 0.0)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -221,7 +219,7 @@ def vehicle_opener(log: LogFn = stdout_log) -> OpenVehicle:
     """How a session opens its agents' Vehicle Bridges: a VehicleServer on each vehicle port."""
 
     def open_vehicle(agent: str, vehicle: str, port: int, params: VehicleParams,
-                     state_now: Callable[[], dict[str, Any]]) -> VehicleServer | None:
+                     state_now: StateNow) -> VehicleServer | None:
         server = VehicleServer(agent, vehicle, port, params, PHYSICS_HZ, state_now=state_now, log=log)
         return server if server.start() else None  # LISTEN_FAILED was logged
 

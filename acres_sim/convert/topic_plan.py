@@ -1,30 +1,25 @@
-"""The topic names of the interface, spelled once; the topics a Hello makes sim_bridge advertise
-and the rates it promises (ROS-free)."""
+"""The topics a Hello makes sim_bridge advertise and the rates it promises (ROS-free); the names
+themselves are acres_sim.topics'."""
 
 from __future__ import annotations
 
-from acres_sim.stream.protocol import PHYSICS_HZ, FrameType, Hello
+from acres_sim.stream.protocol import FrameType
 
+from acres_sim.stream.timing import PHYSICS_HZ
 
-# The data topics (relative to the bridge's namespace, /tf absolute): the one place they are spelled.
-LIDAR_POINTS = "lidar/points"
-CAMERA_IMAGE = "camera/image_raw"
-CAMERA_INFO = "camera/camera_info"
-CAMERA_COMPRESSED = "camera/image_raw/compressed"
-INS_FIX = "ins/fix"
-INS_IMU = "ins/imu"
-INS_ODOM = "ins/odom"
-INS_ODOM_UTM = "ins/odom_utm"
-GROUND_TRUTH_ODOM = "ground_truth/odom"
-TF = "/tf"
-# The rest of the interface: absolute, or relative like the data topics (SIM_BARRIER).
-VEHICLE_BARRIER = "vehicle/barrier"  # vehicle_bridge: a step's vehicle reports are acknowledged
-VEHICLE_HELD_COMMAND = "vehicle/held_command"  # vehicle_bridge: the stamp of what the vehicle holds
-HELD_AWAITING = "awaiting"  # held_command's source after a reset, until the next command
-TF_STATIC = "/tf_static"
-CLOCK = "/clock"
-DIAGNOSTICS = "/diagnostics"
-SIM_BARRIER = "sim/barrier"
+from acres_sim.stream.hello import Hello
+from acres_sim.topics import (
+    CAMERA_COMPRESSED,
+    CAMERA_IMAGE,
+    CAMERA_INFO,
+    GROUND_TRUTH_ODOM,
+    INS_FIX,
+    INS_IMU,
+    INS_ODOM,
+    INS_ODOM_UTM,
+    LIDAR_POINTS,
+    TF,
+)
 
 
 def topic_plan(hello: Hello, *, ground_truth: bool = True, tf: bool = True,

@@ -1,0 +1,1 @@
+"""What sim_control decides without ROS: when a lockstep step may go and when it is done."""

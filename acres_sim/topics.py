@@ -1,0 +1,43 @@
+"""Every topic name of the interface (shared/interface.md), spelled once (a leaf: no imports).
+
+Names without a leading slash are relative to the node's namespace (the launch file puts each
+agent's nodes in /<agent>); the absolute ones are shared by the whole session.
+"""
+
+# sim_bridge: the sensor data
+LIDAR_POINTS = "lidar/points"
+CAMERA_IMAGE = "camera/image_raw"
+CAMERA_INFO = "camera/camera_info"
+CAMERA_COMPRESSED = "camera/image_raw/compressed"
+INS_FIX = "ins/fix"
+INS_IMU = "ins/imu"
+INS_ODOM = "ins/odom"
+INS_ODOM_UTM = "ins/odom_utm"
+GROUND_TRUTH_ODOM = "ground_truth/odom"
+SIM_BARRIER = "sim/barrier"  # a lockstep step's data is acknowledged
+TF = "/tf"
+TF_STATIC = "/tf_static"
+CLOCK = "/clock"
+DIAGNOSTICS = "/diagnostics"
+
+# vehicle_bridge: commands in
+VEHICLE_ENABLE = "vehicle/enable"
+VEHICLE_DISABLE = "vehicle/disable"
+STEERING_CMD = "vehicle/steering/cmd"
+THROTTLE_CMD = "vehicle/throttle/cmd"
+BRAKE_CMD = "vehicle/brake/cmd"
+GEAR_CMD = "vehicle/gear/cmd"
+ACKERMANN_CMD = "vehicle/ackermann_cmd"
+CMD_VEL = "cmd_vel"
+# vehicle_bridge: reports out
+STEERING_REPORT = "vehicle/steering/report"
+THROTTLE_REPORT = "vehicle/throttle/report"
+BRAKE_REPORT = "vehicle/brake/report"
+GEAR_REPORT = "vehicle/gear/report"
+WHEEL_SPEEDS = "vehicle/wheel_speeds"
+VEHICLE_VELOCITY = "vehicle/vehicle_velocity"
+ACKERMANN_STATE = "vehicle/ackermann_state"
+DBW_ENABLED = "vehicle/dbw_enabled"
+VEHICLE_HELD_COMMAND = "vehicle/held_command"  # the stamp and source of what the vehicle holds
+VEHICLE_BARRIER = "vehicle/barrier"  # a lockstep step's vehicle reports are acknowledged
+HELD_AWAITING = "awaiting"  # held_command's source after a reset, until the next command
