@@ -55,6 +55,7 @@ def publish_cost(repeats: int = 50) -> dict[str, float]:
 
     from acres_sim.stream import protocol
     from acres_sim.convert.converter import FrameConverter
+    from harness import converted
     from acres_sim.middleware.cdr_publisher import CdrPublisher
     from acres_sim.fake_game.simulation.vehicles import vehicle_hello
     from acres_sim.stream.protocol import FrameType
@@ -79,11 +80,11 @@ def publish_cost(repeats: int = 50) -> dict[str, float]:
         "lidar (serialize+publish, as the bridge)":
             lambda: wire["cloud"].publish(conv.pointcloud_cdr(header, cloud)),
         "lidar (deserialized to a message, rclpy publish)":
-            lambda: pubs["cloud"].publish(conv.pointcloud(header, cloud)),
+            lambda: pubs["cloud"].publish(converted.pointcloud(conv, header, cloud)),
         "camera (serialize+publish image, as the bridge)":
             lambda: wire["image"].publish(conv.image_cdr(header, image)),
         "camera (deserialized to a message, rclpy publish)":
-            lambda: pubs["image"].publish(conv.image(header, image)[0]),
+            lambda: pubs["image"].publish(converted.image(conv, header, image)[0]),
         "ins (serialize 6, publish 1 of 6)":
             lambda: pubs["odom"].publish(conv.ins_cdr(header, ins).odom),
     }

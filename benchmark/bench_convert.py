@@ -60,6 +60,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from acres_sim.convert.converter import FrameConverter
+    from harness import converted
     from acres_sim.fake_game.simulation.vehicles import vehicle_hello  # the protocol page's Polaris Hello
     from acres_sim.convert.settings import ConvertSettings
     from acres_sim.stream.protocol import (
@@ -97,11 +98,11 @@ def main() -> None:
           f"{'ON' if checks else 'off'} (ROS_PYTHON_CHECK_FIELDS)")
 
     print("PointCloud2")
-    cloud_msg = converter.pointcloud(lidar_header, cloud)
+    cloud_msg = converted.pointcloud(converter, lidar_header, cloud)
     ours_cloud = timed(lambda: converter.pointcloud_cdr(lidar_header, cloud), n)
     row("FrameConverter.pointcloud_cdr (CDR, what the bridge publishes)", ours_cloud)
     row("FrameConverter.pointcloud (the same, deserialized to a message)",
-        timed(lambda: converter.pointcloud(lidar_header, cloud), n))
+        timed(lambda: converted.pointcloud(converter, lidar_header, cloud), n))
     xyzirt = FrameConverter(converter.hello, ConvertSettings(lidar_fields="xyzirt", lidar_stamp="start"))
     row("FrameConverter.pointcloud_cdr, lidar_fields:=xyzirt (24 B points)",
         timed(lambda: xyzirt.pointcloud_cdr(lidar_header, cloud), n))
@@ -131,11 +132,11 @@ def main() -> None:
     row("rclpy serialize_message(cloud) (publisher side)", timed(lambda: serialize_message(cloud_msg), n))
 
     print("Image + CameraInfo")
-    image_msg, _ = converter.image(camera_header, image)
+    image_msg, _ = converted.image(converter, camera_header, image)
     ours_image = timed(lambda: converter.image_cdr(camera_header, image), n)
     row("FrameConverter.image_cdr (CDR, what the bridge publishes)", ours_image)
     row("FrameConverter.image (the same deserialized, + CameraInfo)",
-        timed(lambda: converter.image(camera_header, image), n))
+        timed(lambda: converted.image(converter, camera_header, image), n))
     row("  of which camera_info", timed(lambda: converter.camera_info(camera_header), n))
     image_numpy = np.frombuffer(image.pixel_bytes, np.uint8)
 
@@ -150,7 +151,7 @@ def main() -> None:
     row("FrameConverter.ins_cdr (what the bridge publishes)",
         timed(lambda: converter.ins_cdr(ins_header, ins_values), n))
     row("FrameConverter.ins (the same, deserialized to messages)",
-        timed(lambda: converter.ins(ins_header, ins_values), n))
+        timed(lambda: converted.ins(converter, ins_header, ins_values), n))
     row("FrameConverter.clock", timed(lambda: converter.clock(ins_header), n))
 
     print("Ratios (median, same run)")

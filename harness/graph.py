@@ -31,14 +31,17 @@ class Graph:
         self.received: dict[str, list] = {}
         self.subscriptions: dict[str, object] = {}
 
-    def subscribe(self, msg_type, topic: str, qos=None, callback=None) -> list:
+    def subscribe(self, msg_type, topic: str, qos=None, callback=None, keep: bool = True) -> list:
+        """Subscribe; every message is kept in the list returned (with its arrival time) unless
+        `keep` is false (a long run that only counts with its callback)."""
         from rclpy.qos import QoSProfile
 
         got: list = []
         self.received[topic] = got
 
         def on_message(msg) -> None:
-            got.append((time.monotonic(), msg))
+            if keep:
+                got.append((time.monotonic(), msg))
             if callback is not None:
                 callback(msg)
 

@@ -8,7 +8,7 @@
         lockstep:=true control_port:=5700 vehicle_ports:=5611,5612
 
 The comma lists are split at launch time (OpaqueFunction); the planning itself is
-acres_sim.launch_plan.plan_launch, plain Python that the tests run without launch installed.
+acres_sim.nodes.launch_plan.plan_launch, plain Python that the tests run without launch installed.
 """
 
 from launch import LaunchDescription

@@ -8,30 +8,19 @@ Hot path: what the bridge publishes on the sensor topics is serialized here dire
 (cdr.py, ins_cdr.py beside this module): a cloud (0.9 MB) or an image (1.4 MB) is written around the
 frame's payload in place when its PayloadBuffer was laid out as payload_layout() says for this
 Hello and these settings, else copied once into the message's bytes, and no Python message is
-converted field by field. pointcloud_cdr(), image_cdr(), ins_cdr() and clock_cdr() give those bytes;
-pointcloud(), image() and ins() give the same bytes deserialized into messages (this needs rclpy,
-the rest of this module does not).
+converted field by field. pointcloud_cdr(), image_cdr(), ins_cdr() and clock_cdr() give those bytes
+(the tests and the benchmark read them back as messages: harness/converted.py).
 """
 
 from __future__ import annotations
 
 import array
-from dataclasses import dataclass
 
 import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped
-from nav_msgs.msg import Odometry
 from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import (
-    CameraInfo,
-    CompressedImage,
-    Image,
-    Imu,
-    NavSatFix,
-    PointCloud2,
-    PointField,
-)
+from sensor_msgs.msg import CameraInfo, CompressedImage, PointField
 from std_msgs.msg import Header, UInt64
 from tf2_msgs.msg import TFMessage
 
@@ -75,21 +64,6 @@ def stamp_to_time(stamp_s: float) -> Time:
 
 # ---------------------------------------------------------------------------------------------
 # Settings and results
-
-
-@dataclass
-class InsMessages:
-    """Everything one INS epoch publishes."""
-
-    fix: NavSatFix
-    imu: Imu
-    odom: Odometry
-    odom_utm: Odometry | None  # None while not georeferenced (any UTM value NaN)
-    ground_truth: Odometry
-    tf: TFMessage | None  # None when tf_source is "none"
-
-
-_INS_TYPES = (NavSatFix, Imu, Odometry, Odometry, Odometry, TFMessage)  # in the order of InsCdr
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,12 +222,6 @@ class FrameConverter:
 
     # -- LiDAR --------------------------------------------------------------------------------
 
-    def pointcloud(self, header: FrameHeader, frame: LidarFrame) -> PointCloud2:
-        """The cloud of pointcloud_cdr() as a message."""
-        from rclpy.serialization import deserialize_message
-
-        return deserialize_message(self.pointcloud_cdr(header, frame), PointCloud2)
-
     def pointcloud_cdr(self, header: FrameHeader, frame: LidarFrame,
                        buffer: PayloadBuffer | None = None) -> bytes | bytearray:
         """Organised cloud: height = columns, width = rings, the point bytes unchanged (NaN kept). When
@@ -305,12 +273,6 @@ class FrameConverter:
         info.p = self._camera_p.copy()
         return info
 
-    def image(self, header: FrameHeader, frame: CameraFrame) -> tuple[Image, CameraInfo]:
-        """The image of image_cdr() as a message, and its info."""
-        from rclpy.serialization import deserialize_message
-
-        return deserialize_message(self.image_cdr(header, frame), Image), self.camera_info(header)
-
     def image_cdr(self, header: FrameHeader, frame: CameraFrame,
                   buffer: PayloadBuffer | None = None) -> bytes | bytearray:
         """bgr8 image with the pixel bytes unchanged (row padding kept, step = row step); in place
@@ -338,16 +300,6 @@ class FrameConverter:
         return msg
 
     # -- INS ----------------------------------------------------------------------------------
-
-    def ins(self, header: FrameHeader, values: np.ndarray) -> InsMessages:
-        """One INS epoch -> fix, imu, odom, odom_utm, ground truth and the world -> base_footprint tf,
-        as messages: the serialized ones of ins_cdr(), deserialized (this needs rclpy, the
-        rest of this module does not)."""
-        from rclpy.serialization import deserialize_message
-
-        epoch = self.ins_cdr(header, values)
-        return InsMessages(*(None if data is None else deserialize_message(data, kind)
-                             for data, kind in zip(epoch, _INS_TYPES)))
 
     def ins_cdr(self, header: FrameHeader, values: np.ndarray) -> InsCdr:
         """One INS epoch -> its messages as CDR bytes (acres_sim.convert.ins_cdr), what publish() sends

@@ -19,6 +19,12 @@ from acres_sim.net.loopback import NotLoopbackError, require_loopback
 from acres_sim.stream.protocol import DEFAULT_STREAM_PORT
 
 
+PORT = (1, 65535)
+PORT_OR_ZERO = (0, 65535)  # 0: a free port the kernel picks (or: none)
+NON_NEGATIVE = (0.0, math.inf)  # positive-only values take 0 here too; their check refuses it
+UINT32_MAX = 0xFFFFFFFF
+
+
 @dataclass(frozen=True)
 class ParamSpec:
     name: str
@@ -28,6 +34,9 @@ class ParamSpec:
     # depends on another value). Config files leave such a parameter out unless they set it, and one
     # whose default is None (not set) too.
     default_from: str | None = None
+    # The inclusive range the descriptor advertises (ros2 param describe) and rclpy holds a value of
+    # the default's type to; the node's check below refuses the rest with its own message.
+    range: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,12 @@ def _integer_in(name: str, value: Any, low: int, high: int | None = None) -> int
     return number
 
 
+def _bounds(table: NodeParameters, name: str) -> tuple[int, int]:
+    """An integer parameter's range, as its table advertises it."""
+    low, high = next(spec.range for spec in table.specs if spec.name == name and spec.range is not None)
+    return int(low), int(high)
+
+
 def _port(name: str, value: Any, allow_zero: bool = False) -> int:
     return _integer_in(name, value, 0 if allow_zero else 1, 65535)
 
@@ -115,7 +130,7 @@ BRIDGE = NodeParameters("sim_bridge", "bridge.yaml", (
               "Address of the game's sensor stream. Loopback only (127.0.0.0/8, ::1, localhost): the "
               "game listens on 127.0.0.1 and the data does not leave the computer."),
     ParamSpec("port", DEFAULT_STREAM_PORT,
-              "TCP port of the sensor stream (the game's -SensorStream=<port>)."),
+              "TCP port of the sensor stream (the game's -SensorStream=<port>).", range=PORT),
     ParamSpec("frame_prefix", ConvertSettings.frame_prefix,
               "Put in front of every vehicle frame id, e.g. 'polaris/' when several agents share one "
               "TF tree. world_frame and utm_frame are not prefixed."),
@@ -139,17 +154,21 @@ BRIDGE = NodeParameters("sim_bridge", "bridge.yaml", (
               "(-1/hz, 0]) or start (end - 1/lidar.hz, the velodyne/ouster convention; times in (0, 1/hz])."),
     ParamSpec("qos_reliability", "reliable",
               "Reliability of the sensor topics: reliable (REP 2003, what rviz2 expects) or best_effort."),
-    ParamSpec("qos_depth", 5, "History depth (keep last) of the sensor topics."),
-    ParamSpec("reconnect_min_s", 0.5, "First delay before connecting again, in seconds (doubles each try)."),
-    ParamSpec("reconnect_max_s", 5.0, "Longest delay between connection attempts, in seconds."),
+    ParamSpec("qos_depth", 5, "History depth (keep last) of the sensor topics.", range=(1, 10000)),
+    ParamSpec("reconnect_min_s", 0.5, "First delay before connecting again, in seconds (doubles each try).",
+              range=NON_NEGATIVE),
+    ParamSpec("reconnect_max_s", 5.0, "Longest delay between connection attempts, in seconds.",
+              range=NON_NEGATIVE),
     ParamSpec("max_payload_bytes", DEFAULT_MAX_PAYLOAD_BYTES,
               "Largest frame payload accepted. A header announcing more is treated as a broken stream "
-              "(the connection is closed and opened again); the memory is never allocated."),
+              "(the connection is closed and opened again); the memory is never allocated.",
+              range=(1024, UINT32_MAX)),
     ParamSpec("stats_period_s", 10.0,
-              "Period of the one-line INFO summary (rates, MB/s, latency, drops), in seconds; 0 = off."),
+              "Period of the one-line INFO summary (rates, MB/s, latency, drops), in seconds; 0 = off.",
+              range=NON_NEGATIVE),
     ParamSpec("jpeg_quality", 90,
               "JPEG quality (1-100) of camera/image_raw/compressed; images are encoded only while that "
-              "topic has a subscriber."),
+              "topic has a subscriber.", range=(1, 100)),
     ParamSpec("imu_orientation_variance", ConvertSettings.imu_orientation_variance,
               "Variance (rad^2) on the diagonal of ins/imu orientation_covariance; 0 = unknown (REP 145)."),
     ParamSpec("imu_angular_velocity_variance", ConvertSettings.imu_angular_velocity_variance,
@@ -195,13 +214,14 @@ def bridge_config(values: dict[str, Any]) -> BridgeConfig:
     if reliability not in RELIABILITIES:
         raise ParameterError(
             f"parameter qos_reliability must be reliable or best_effort, got {reliability!r}")
-    depth = _integer_in("qos_depth", v["qos_depth"], 1)
+    depth = _integer_in("qos_depth", v["qos_depth"], *_bounds(BRIDGE, "qos_depth"))
     rmin = float(_number("reconnect_min_s", v["reconnect_min_s"]))
     rmax = float(_number("reconnect_max_s", v["reconnect_max_s"]))
     if not 0 < rmin <= rmax:
         raise ParameterError(
             f"reconnect delays need 0 < reconnect_min_s ({rmin}) <= reconnect_max_s ({rmax})")
-    max_payload = _integer_in("max_payload_bytes", v["max_payload_bytes"], 1024)
+    max_payload = _integer_in("max_payload_bytes", v["max_payload_bytes"],
+                              *_bounds(BRIDGE, "max_payload_bytes"))
     stats_period = float(_number("stats_period_s", v["stats_period_s"]))
     if stats_period < 0:
         raise ParameterError(f"parameter stats_period_s must be >= 0, got {stats_period}")
@@ -228,26 +248,26 @@ SERVICE_CHUNK_STEPS = 1200  # steps per game request of step_simulation: 10 s of
 
 SIM_CONTROL = NodeParameters("sim_control", "sim_control.yaml", (
     ParamSpec("control_port", DEFAULT_CONTROL_PORT,
-              "TCP port of the game's control channel on 127.0.0.1 (fake_game: --control-port)."),
+              "TCP port of the game's control channel on 127.0.0.1 (fake_game: --control-port).", range=PORT),
     ParamSpec("agents", ["polaris"],
               "The agents whose /<agent>/sim/barrier a step waits for: every agent with a sim_bridge."),
     ParamSpec("barrier_timeout_s", 5.0,
               "How long a step waits for every agent's sim/barrier after the game answered, in seconds; "
-              "then it answers OPERATION_FAILED naming the agents missing."),
+              "then it answers OPERATION_FAILED naming the agents missing.", range=NON_NEGATIVE),
     ParamSpec("feedback_steps", 12,
               "Steps per chunk of the simulate_steps action: feedback and cancelling between chunks "
-              f"(1..{SERVICE_CHUNK_STEPS})."),
+              f"(1..{SERVICE_CHUNK_STEPS}).", range=(1, SERVICE_CHUNK_STEPS)),
     ParamSpec("world_frame", ConvertSettings.world_frame,
               "Frame id of entity states (as sim_bridge's world_frame)."),
     ParamSpec("request_timeout_s", 60.0,
-              "Longest wait for one answer of the control channel, in seconds."),
+              "Longest wait for one answer of the control channel, in seconds.", range=NON_NEGATIVE),
     ParamSpec("vehicle_bridges", False,
               "Every agent has a vehicle_bridge: a step also waits for each agent's vehicle/barrier, "
               "and for the command of every agent under command (see command_wait_s)."),
     ParamSpec("command_wait_s", 0.5,
               "How long a step waits, before the game steps, for each agent under command to hold a "
               "command stamped at or after the current world time, in seconds; then it steps with "
-              "what the vehicle holds (the watchdog's rule) and logs a WARN."),
+              "what the vehicle holds (the watchdog's rule) and logs a WARN.", range=NON_NEGATIVE),
 ))
 
 
@@ -282,7 +302,8 @@ def sim_control_config(values: dict[str, Any]) -> SimControlConfig:
 
 VEHICLE_BRIDGE = NodeParameters("vehicle_bridge", "vehicle_bridge.yaml", (
     ParamSpec("vehicle_port", DEFAULT_VEHICLE_PORT,
-              "TCP port of the agent's Vehicle Bridge on 127.0.0.1 (fake_game: --vehicle-ports)."),
+              "TCP port of the agent's Vehicle Bridge on 127.0.0.1 (fake_game: --vehicle-ports).",
+              range=PORT),
     ParamSpec("lockstep", False,
               "The world moves only on step requests: commands are forwarded when they arrive and at "
               "each step's end, never between the steps of a request (the same commands give the "
@@ -290,14 +311,19 @@ VEHICLE_BRIDGE = NodeParameters("vehicle_bridge", "vehicle_bridge.yaml", (
               "physics rate."),
     ParamSpec("command_timeout_s", 0.5,
               "Ackermann and Twist watchdog in world time: a command older than this releases the "
-              "throttle and brakes to a stop, steering held. (Drive-by-wire: 0.1 s, Dataspeed's.)"),
+              "throttle and brakes to a stop, steering held. (Drive-by-wire: 0.1 s, Dataspeed's.)",
+              range=NON_NEGATIVE),
     ParamSpec("cmd_vel_stamped", False,
               "cmd_vel is geometry_msgs/TwistStamped (nav2's enable_stamped_cmd_vel) instead of Twist."),
-    ParamSpec("speed_kp", 1.0, "Speed controller: pedal per m/s of speed error (feed-forward + PI)."),
-    ParamSpec("speed_ki", 0.5, "Speed controller: pedal per m of integrated speed error."),
+    ParamSpec("speed_kp", 1.0, "Speed controller: pedal per m/s of speed error (feed-forward + PI).",
+              range=NON_NEGATIVE),
+    ParamSpec("speed_ki", 0.5, "Speed controller: pedal per m of integrated speed error.",
+              range=NON_NEGATIVE),
     ParamSpec("frame_id", "base_footprint", "Frame id of the reports' headers."),
-    ParamSpec("reconnect_min_s", 0.5, "First delay before connecting again, in seconds (doubles each try)."),
-    ParamSpec("reconnect_max_s", 5.0, "Longest delay between connection attempts, in seconds."),
+    ParamSpec("reconnect_min_s", 0.5, "First delay before connecting again, in seconds (doubles each try).",
+              range=NON_NEGATIVE),
+    ParamSpec("reconnect_max_s", 5.0, "Longest delay between connection attempts, in seconds.",
+              range=NON_NEGATIVE),
 ))
 
 
@@ -345,11 +371,12 @@ FAKE_GAME = NodeParameters("fake_game", "fake_game.yaml", (
               "Bridge, the vehicles drive their routes."),
     ParamSpec("seed", SessionConfig.seed, "Seed of every random process (noise, INS errors)."),
     ParamSpec("realtime_factor", SessionConfig.realtime_factor,
-              "Simulated seconds per wall-clock second; 0 = as fast as possible."),
+              "Simulated seconds per wall-clock second; 0 = as fast as possible.", range=NON_NEGATIVE),
     ParamSpec("lockstep", SessionConfig.lockstep,
               "Start held: the world moves only on step requests of the control channel (needs "
               "control_port)."),
-    ParamSpec("control_port", 0, "Port of the JSON-lines control channel on 127.0.0.1; 0 = no channel."),
+    ParamSpec("control_port", 0, "Port of the JSON-lines control channel on 127.0.0.1; 0 = no channel.",
+              range=PORT_OR_ZERO),
     ParamSpec("flavor", SessionConfig.flavor,
               "game, or core: the ACRES Core behaviour (Hello sequence 0 at world time, no camera)."),
     ParamSpec("georeferenced", SessionConfig.georeferenced,
@@ -361,14 +388,15 @@ FAKE_GAME = NodeParameters("fake_game", "fake_game.yaml", (
               "The plane z = 0 instead of the rolling ground (cheaper; no roll or pitch)."),
     ParamSpec("max_queued_bytes", SessionConfig.max_queued_bytes,
               "Queue size per stream above which LiDAR and camera frames are dropped; every frame above "
-              "twice this."),
+              "twice this.", range=(1, 1 << 40)),
     ParamSpec("stats_period_s", SessionConfig.stats_period_s,
-              "Period of the STATS lines while a client is connected, in seconds."),
+              "Period of the STATS lines while a client is connected, in seconds.", range=NON_NEGATIVE),
     ParamSpec("duration_s", SessionConfig.duration_s,
-              "End the run when the world time reaches this, in seconds; 0 = run until stopped."),
+              "End the run when the world time reaches this, in seconds; 0 = run until stopped.",
+              range=NON_NEGATIVE),
     ParamSpec("render_workers", SessionConfig.render_workers,
               "Threads that render clouds and images; 0 = one per agent in real time, two per agent "
-              "in lockstep or faster than real time, at most one per core."),
+              "in lockstep or faster than real time, at most one per core.", range=(0, 256)),
 ))
 
 
@@ -404,7 +432,8 @@ def fake_game_config(values: dict[str, Any]) -> FakeGameConfig:
             max_queued_bytes=int(_number("max_queued_bytes", v["max_queued_bytes"], integer=True)),
             stats_period_s=float(_number("stats_period_s", v["stats_period_s"])),
             duration_s=float(_number("duration_s", v["duration_s"])),
-            render_workers=int(_number("render_workers", v["render_workers"], integer=True)))
+            render_workers=_integer_in("render_workers", v["render_workers"],
+                                       *_bounds(FAKE_GAME, "render_workers")))
     except ValueError as exc:  # SessionConfig and agent_specs check the rest
         if isinstance(exc, ParameterError):
             raise

@@ -5,6 +5,8 @@ start-up failure reported once, as one line, with exit code 2 (a refused value) 
 
 from __future__ import annotations
 
+import math
+import re
 import signal
 import sys
 import threading
@@ -12,13 +14,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from acres_sim.middleware import dds
-from acres_sim.nodes.parameters import NodeParameters, ParameterError
+from acres_sim.nodes.parameters import NodeParameters, ParameterError, ParamSpec
 
 
 class RosLogging:
@@ -51,15 +54,19 @@ class RunnableNode(Node):
     ParameterError for a refused value) and override what they need of the rest."""
 
     def declare_table(self, table: NodeParameters) -> dict[str, Any]:
-        """Declare every parameter of `table` with its description; their values by name."""
+        """Declare every parameter of `table` with its description and range, read-only: a node reads
+        them once, so `ros2 param set` is refused (with rclpy's reason) instead of changing nothing.
+        Their values by name; a value outside its range is a ParameterError."""
         values: dict[str, Any] = {}
         for spec in table.specs:
             default = values[spec.default_from] if spec.default_from else spec.default
-            # Numbers are dynamically typed so that `stats_period_s:=5` (an integer) is accepted;
-            # a parameter without a default (None: not set) takes whatever type it is given.
-            dynamic = default is None or (isinstance(default, (int, float)) and not isinstance(default, bool))
-            values[spec.name] = self.declare_parameter(spec.name, default, ParameterDescriptor(
-                description=spec.description, dynamic_typing=dynamic)).value
+            try:
+                declared = self.declare_parameter(spec.name, default, _descriptor(spec, default))
+                values[spec.name] = declared.value
+            except InvalidParameterValueException as exc:  # out of its range
+                raise ParameterError(_out_of_range(spec, exc)) from None
+            except InvalidParameterTypeException as exc:
+                raise ParameterError(f"parameter {spec.name}: {exc}") from None
         return values
 
     def executors(self) -> list[Executor]:
@@ -78,6 +85,30 @@ class RunnableNode(Node):
 
     def stop(self) -> None:
         """Before the node is destroyed: stop threads and sockets, once the executors are shut down."""
+
+
+def _descriptor(spec: ParamSpec, default: Any) -> ParameterDescriptor:
+    # Numbers are dynamically typed so that `stats_period_s:=5` (an integer) is accepted; a parameter
+    # without a default (None: not set) takes whatever type it is given.
+    dynamic = default is None or (isinstance(default, (int, float)) and not isinstance(default, bool))
+    descriptor = ParameterDescriptor(description=spec.description, dynamic_typing=dynamic, read_only=True)
+    if spec.range is not None:
+        low, high = spec.range
+        if isinstance(default, int):
+            descriptor.integer_range = [IntegerRange(from_value=int(low), to_value=int(high), step=1)]
+        else:
+            descriptor.floating_point_range = [FloatingPointRange(from_value=float(low),
+                                                                  to_value=float(high))]
+    return descriptor
+
+
+def _out_of_range(spec: ParamSpec, exc: Exception) -> str:
+    """The node's own words for a value outside its range (rclpy's message carries the value)."""
+    assert spec.range is not None
+    low, high = spec.range
+    bound = f"{low:g}..{high:g}" if math.isfinite(high) else f"at least {low:g}"
+    given = re.match(r"Invalid parameter value \((.*)\) for parameter", str(exc))
+    return f"parameter {spec.name} must be {bound}, got {given.group(1) if given else exc}"
 
 
 def spin_in_thread(executor: Any, stop: threading.Event, failures: list[BaseException],

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from support.bridge import REPO, free_port, ros_env, start_bridge, start_fake_game
 
+from harness import converted
 from acres_sim.convert.converter import FrameConverter
 from acres_sim.stream.protocol import FrameHeader, FrameType, decode_lidar, encode_lidar
 from acres_sim.viewer.snapshot_render import (
@@ -50,8 +51,8 @@ def test_cloud_fields_read_the_bridge_cloud():
 
     hello = parse_hello(POLARIS_HELLO_JSON)
     pts = np.random.default_rng(3).normal(size=(hello.lidar.columns, hello.lidar.rings, 4)).astype(np.float32)
-    msg = FrameConverter(hello).pointcloud(FrameHeader(FrameType.LIDAR, 1, 0, 1.0, 0.0),
-                                           decode_lidar(encode_lidar(pts)))
+    msg = converted.pointcloud(FrameConverter(hello), FrameHeader(FrameType.LIDAR, 1, 0, 1.0, 0.0),
+                               decode_lidar(encode_lidar(pts)))
     fields = [(f.name, f.offset, f.datatype) for f in msg.fields]
     got = cloud_fields(bytes(msg.data), fields, msg.point_step, msg.width * msg.height)
     np.testing.assert_array_equal(got["z"].reshape(msg.height, msg.width), pts[:, :, 2])

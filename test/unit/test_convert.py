@@ -22,12 +22,9 @@ from sensor_msgs.msg import CameraInfo, Image, NavSatFix, NavSatStatus, PointClo
 from tf2_msgs.msg import TFMessage
 
 from support.page_examples import POLARIS_HELLO_JSON
-from acres_sim.convert.converter import (
-    FrameConverter,
-    InsMessages,
-    payload_layout,
-    stamp_to_time,
-)
+from harness import converted
+from harness.converted import InsMessages
+from acres_sim.convert.converter import FrameConverter, payload_layout, stamp_to_time
 from acres_sim.convert.settings import ConvertSettings
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
 from acres_sim.stream.payload_buffers import PayloadBuffer, PayloadLayout
@@ -209,7 +206,7 @@ def test_polaris_cloud_is_the_payload_byte_for_byte(prefix):
     payload = _lidar_payload(bits)
     frame = decode_lidar(payload)
     converter = FrameConverter(POLARIS, ConvertSettings(frame_prefix=prefix))
-    msg = converter.pointcloud(_header(FrameType.LIDAR, size=len(payload)), frame)
+    msg = converted.pointcloud(converter, _header(FrameType.LIDAR, size=len(payload)), frame)
     _check_cloud_layout(msg, 1800, 32, prefix + "lidar")
     assert msg.data.tobytes() == payload[16:]  # NaN payload bits and sign kept
     assert msg.is_dense is False
@@ -223,7 +220,7 @@ def test_cloud_owns_its_bytes():
     buffer = bytearray(_lidar_payload(_polaris_cloud_bits(with_nan=False)[:10]))
     frame = decode_lidar(memoryview(buffer))
     ten_columns = dataclasses.replace(POLARIS, lidar=dataclasses.replace(POLARIS.lidar, columns=10))
-    msg = FrameConverter(ten_columns).pointcloud(_header(FrameType.LIDAR), frame)
+    msg = converted.pointcloud(FrameConverter(ten_columns), _header(FrameType.LIDAR), frame)
     expected = bytes(buffer[16:])
     buffer[16:] = bytes(len(buffer) - 16)
     assert msg.data.tobytes() == expected
@@ -271,24 +268,25 @@ def test_frames_of_another_size_than_the_hello_are_refused():
     converter = FrameConverter(POLARIS)
     cloud = decode_lidar(_lidar_payload(_polaris_cloud_bits(with_nan=False)[:10]))
     with pytest.raises(ProtocolError, match="10 x 32 points, but the Hello says 1800 x 32"):
-        converter.pointcloud(_header(FrameType.LIDAR), cloud)
+        converted.pointcloud(converter, _header(FrameType.LIDAR), cloud)
     image = decode_camera(encode_camera(np.zeros((6, 8, 3), np.uint8)))
     with pytest.raises(ProtocolError, match="8 x 6 pixels, but the Hello says 896 x 512"):
-        converter.image(_header(FrameType.CAMERA), image)
+        converted.image(converter, _header(FrameType.CAMERA), image)
 
 
 def test_is_dense_both_ways():
     converter = FrameConverter(MAXXUM)
     bits = _polaris_cloud_bits(with_nan=False)[:180, :8].copy()
-    dense = converter.pointcloud(_header(FrameType.LIDAR), decode_lidar(_lidar_payload(bits)))
+    dense = converted.pointcloud(converter, _header(FrameType.LIDAR), decode_lidar(_lidar_payload(bits)))
     assert dense.is_dense is True
     _check_cloud_layout(dense, 180, 8, "lidar")
     bits[179, 7, 2] = 0x7FC00000  # a single NaN z in the last cell
-    sparse = converter.pointcloud(_header(FrameType.LIDAR), decode_lidar(_lidar_payload(bits)))
+    sparse = converted.pointcloud(converter, _header(FrameType.LIDAR), decode_lidar(_lidar_payload(bits)))
     assert sparse.is_dense is False
     bits[179, 7, 2] = 0
     bits[0, 0, 3] = 0x7FC00000  # a NaN intensity is a NaN in a point too
-    nan_intensity = converter.pointcloud(_header(FrameType.LIDAR), decode_lidar(_lidar_payload(bits)))
+    nan_intensity = converted.pointcloud(converter, _header(FrameType.LIDAR),
+                                         decode_lidar(_lidar_payload(bits)))
     assert nan_intensity.is_dense is False
 
 
@@ -296,7 +294,7 @@ def test_cloud_read_with_the_field_table_matches_the_points():
     """Read the cloud the way generic consumers do: a structured dtype built from msg.fields."""
     bits = _polaris_cloud_bits(with_nan=True)
     frame = decode_lidar(_lidar_payload(bits))
-    msg = FrameConverter(POLARIS).pointcloud(_header(FrameType.LIDAR), frame)
+    msg = converted.pointcloud(FrameConverter(POLARIS), _header(FrameType.LIDAR), frame)
     dtype = np.dtype({"names": [f.name for f in msg.fields], "formats": ["<f4"] * len(msg.fields),
                       "offsets": [f.offset for f in msg.fields], "itemsize": msg.point_step})
     cloud = np.frombuffer(msg.data, dtype).reshape(msg.height, msg.width)
@@ -312,7 +310,8 @@ def test_cloud_read_with_sensor_msgs_py():
         reason="sensor_msgs_py is not installed here (no wheel in this environment); "
                "test_cloud_read_with_the_field_table_matches_the_points reads the cloud the same way")
     bits = _polaris_cloud_bits(with_nan=True)
-    msg = FrameConverter(POLARIS).pointcloud(_header(FrameType.LIDAR), decode_lidar(_lidar_payload(bits)))
+    msg = converted.pointcloud(FrameConverter(POLARIS), _header(FrameType.LIDAR),
+                               decode_lidar(_lidar_payload(bits)))
     points = point_cloud2.read_points(msg, field_names=("x", "y", "z", "intensity"), skip_nans=False)
     assert points.shape[0] == 1800 * 32
     for i, name in enumerate(("x", "y", "z", "intensity")):
@@ -325,7 +324,7 @@ def test_lidar_frame_without_lidar_in_the_hello_is_refused():
     hello = dataclasses.replace(MAXXUM, lidar=dataclasses.replace(MAXXUM.lidar, enabled=False))
     frame = decode_lidar(_lidar_payload(_polaris_cloud_bits(False)[:180, :8]))
     with pytest.raises(ProtocolError, match="disables the LiDAR"):
-        FrameConverter(hello).pointcloud(_header(FrameType.LIDAR), frame)
+        converted.pointcloud(FrameConverter(hello), _header(FrameType.LIDAR), frame)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,7 +350,8 @@ def test_polaris_image_and_camera_info(prefix):
     image = rng.integers(0, 256, (512, 896, 3), dtype=np.uint8)
     payload = encode_camera(image)
     converter = FrameConverter(POLARIS, ConvertSettings(frame_prefix=prefix))
-    msg, info = converter.image(_header(FrameType.CAMERA, size=len(payload)), decode_camera(payload))
+    msg, info = converted.image(converter, _header(FrameType.CAMERA, size=len(payload)),
+                                decode_camera(payload))
     _assert_stamp(msg.header, prefix + "camera_optical")
     assert (msg.height, msg.width, msg.step) == (512, 896, 2688)
     assert msg.encoding == "bgr8"
@@ -376,7 +376,7 @@ def test_padded_image_keeps_its_row_step_and_padding():
     for row in range(7):
         payload[16 + row * 20 + 15: 16 + row * 20 + 20] = b"\xaa\xbb\xcc\xdd" + bytes([row])
     frame = decode_camera(bytes(payload))
-    msg, _ = FrameConverter(_polaris_with_camera(5, 7)).image(_header(FrameType.CAMERA), frame)
+    msg, _ = converted.image(FrameConverter(_polaris_with_camera(5, 7)), _header(FrameType.CAMERA), frame)
     assert (msg.height, msg.width, msg.step) == (7, 5, 20)
     assert msg.data.tobytes() == bytes(payload[16:])
     # A consumer that honours `step` sees the original pixels.
@@ -387,19 +387,19 @@ def test_padded_image_keeps_its_row_step_and_padding():
 def test_camera_info_is_a_fresh_message_per_image():
     converter = FrameConverter(POLARIS)
     frame = decode_camera(encode_camera(np.zeros((512, 896, 3), np.uint8)))
-    _, first = converter.image(_header(FrameType.CAMERA, stamp=1.0), frame)
-    _, second = converter.image(_header(FrameType.CAMERA, stamp=2.0), frame)
+    _, first = converted.image(converter, _header(FrameType.CAMERA, stamp=1.0), frame)
+    _, second = converted.image(converter, _header(FrameType.CAMERA, stamp=2.0), frame)
     assert first is not second
     assert (first.header.stamp.sec, second.header.stamp.sec) == (1, 2)
     first.k[0] = 0.0  # a consumer editing one message must not change the next
-    _, third = converter.image(_header(FrameType.CAMERA, stamp=3.0), frame)
+    _, third = converted.image(converter, _header(FrameType.CAMERA, stamp=3.0), frame)
     assert third.k[0] == 599.526
 
 
 def test_camera_frame_without_camera_in_the_hello_is_refused():
     frame = decode_camera(encode_camera(np.zeros((4, 4, 3), np.uint8)))
     with pytest.raises(ProtocolError, match="disables the camera"):
-        FrameConverter(MAXXUM).image(_header(FrameType.CAMERA), frame)
+        converted.image(FrameConverter(MAXXUM), _header(FrameType.CAMERA), frame)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,7 +454,8 @@ VARIANCES = ConvertSettings(imu_orientation_variance=1e-4, imu_angular_velocity_
 
 
 def _convert_ins(settings: ConvertSettings, georeferenced: bool = True, hello=POLARIS) -> InsMessages:
-    out = FrameConverter(hello, settings).ins(_header(FrameType.INS, size=320), _ins_values(georeferenced))
+    out = converted.ins(FrameConverter(hello, settings), _header(FrameType.INS, size=320),
+                        _ins_values(georeferenced))
     for msg in (out.fix, out.imu, out.odom, out.odom_utm, out.ground_truth, out.tf):
         if msg is not None:
             assert _same(_roundtrip(msg), msg)
@@ -527,7 +528,7 @@ def test_ins_messages_every_field(hello):
 def test_ins_quaternions_are_bit_exact():
     v = _ins_values()
     v[Ins.EnuQx: Ins.EnuQw + 1] = (0.1 + 0.2, 1 / 3, -2 / 7, math.sqrt(0.5))
-    out = FrameConverter(POLARIS).ins(_header(FrameType.INS), v)
+    out = converted.ins(FrameConverter(POLARIS), _header(FrameType.INS), v)
     got = _xyzw(out.imu.orientation)
     assert struct.pack("<4d", *got) == v[Ins.EnuQx: Ins.EnuQw + 1].tobytes()
     assert struct.pack("<4d", *_xyzw(out.odom.pose.pose.orientation)) == v[Ins.EnuQx: Ins.EnuQw + 1].tobytes()
@@ -561,7 +562,7 @@ def test_without_geographic_reference():
 def test_odom_utm_is_none_when_any_utm_value_is_nan(index):
     v = _ins_values()
     v[index] = math.nan
-    assert FrameConverter(POLARIS).ins(_header(FrameType.INS), v).odom_utm is None
+    assert converted.ins(FrameConverter(POLARIS), _header(FrameType.INS), v).odom_utm is None
 
 
 @pytest.mark.parametrize(("fix_status", "expected"), [
@@ -569,7 +570,7 @@ def test_odom_utm_is_none_when_any_utm_value_is_nan(index):
 def test_fix_status_is_clamped_to_navsatstatus(fix_status, expected):
     v = _ins_values()
     v[Ins.FixStatus] = fix_status
-    fix = FrameConverter(POLARIS).ins(_header(FrameType.INS), v).fix
+    fix = converted.ins(FrameConverter(POLARIS), _header(FrameType.INS), v).fix
     assert fix.status.status == expected
     known = NavSatFix.COVARIANCE_TYPE_DIAGONAL_KNOWN
     assert fix.position_covariance_type == (known if expected >= 0 else NavSatFix.COVARIANCE_TYPE_UNKNOWN)
@@ -578,7 +579,7 @@ def test_fix_status_is_clamped_to_navsatstatus(fix_status, expected):
 def test_nan_latitude_means_no_fix_even_with_a_fix_status():
     v = _ins_values()
     v[Ins.Lat] = math.nan
-    fix = FrameConverter(POLARIS).ins(_header(FrameType.INS), v).fix
+    fix = converted.ins(FrameConverter(POLARIS), _header(FrameType.INS), v).fix
     assert fix.status.status == NavSatStatus.STATUS_NO_FIX
     assert fix.position_covariance_type == NavSatFix.COVARIANCE_TYPE_UNKNOWN
 
@@ -598,7 +599,7 @@ def test_tf_source(source):
 
 def test_bad_ins_values_are_refused():
     with pytest.raises(ProtocolError, match="40 values"):
-        FrameConverter(POLARIS).ins(_header(FrameType.INS), np.zeros(39))
+        converted.ins(FrameConverter(POLARIS), _header(FrameType.INS), np.zeros(39))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -660,7 +661,7 @@ def test_barrier():
 
 def test_messages_use_the_frame_stamp_not_the_publish_time():
     header = FrameHeader(int(FrameType.INS), 1, 320, 0.325, 98765.4321)
-    out = FrameConverter(POLARIS).ins(header, _ins_values())
+    out = converted.ins(FrameConverter(POLARIS), header, _ins_values())
     assert (out.fix.header.stamp.sec, out.fix.header.stamp.nanosec) == (0, 325000000)
 
 
@@ -668,20 +669,21 @@ def test_message_types():
     out = _convert_ins(ConvertSettings())
     assert isinstance(out.fix, NavSatFix)
     assert isinstance(out.tf, TFMessage)
-    image, info = FrameConverter(_polaris_with_camera(2, 2)).image(
-        _header(FrameType.CAMERA), decode_camera(encode_camera(np.zeros((2, 2, 3), np.uint8))))
+    image, info = converted.image(
+        FrameConverter(_polaris_with_camera(2, 2)), _header(FrameType.CAMERA),
+        decode_camera(encode_camera(np.zeros((2, 2, 3), np.uint8))))
     assert isinstance(image, Image) and isinstance(info, CameraInfo)
 
 
 def test_messages_never_share_arrays_with_the_next_one():
     converter = FrameConverter(POLARIS, VARIANCES)
-    first = converter.ins(_header(FrameType.INS), _ins_values())
+    first = converted.ins(converter, _header(FrameType.INS), _ins_values())
     first.imu.orientation_covariance[0] = -1.0
     first.imu.angular_velocity_covariance[0] = -1.0
     first.imu.linear_acceleration_covariance[0] = -1.0
     first.odom.twist.covariance[0] = -1.0
     first.odom.pose.covariance[0] = -1.0
-    second = converter.ins(_header(FrameType.INS), _ins_values())
+    second = converted.ins(converter, _header(FrameType.INS), _ins_values())
     assert second.imu.orientation_covariance[0] == 1e-4
     assert second.imu.angular_velocity_covariance[0] == 2e-5
     assert second.imu.linear_acceleration_covariance[0] == 3e-3
@@ -713,7 +715,8 @@ def test_xyzirt_ring_and_time_follow_the_firing_formula(stamp_mode):
     pts = np.random.default_rng(5).normal(size=(columns, rings, 4)).astype(np.float32)
     pts[3, 2, :3] = np.nan
     converter = FrameConverter(hello, ConvertSettings(lidar_fields="xyzirt", lidar_stamp=stamp_mode))
-    msg = converter.pointcloud(FrameHeader(FrameType.LIDAR, 1, 0, end, 0.0), decode_lidar(encode_lidar(pts)))
+    msg = converted.pointcloud(converter, FrameHeader(FrameType.LIDAR, 1, 0, end, 0.0),
+                               decode_lidar(encode_lidar(pts)))
     assert [(f.name, f.offset, f.datatype, f.count) for f in msg.fields] == [
         ("x", 0, PointField.FLOAT32, 1), ("y", 4, PointField.FLOAT32, 1), ("z", 8, PointField.FLOAT32, 1),
         ("intensity", 12, PointField.FLOAT32, 1), ("ring", 16, PointField.UINT16, 1),
@@ -738,10 +741,10 @@ def test_xyzirt_messages_own_their_bytes_and_a_start_stamp_never_goes_below_zero
     hello = _small_lidar_hello(4, 2, 10.0)
     converter = FrameConverter(hello, ConvertSettings(lidar_fields="xyzirt", lidar_stamp="start"))
     first_pts = np.ones((4, 2, 4), np.float32)
-    first = converter.pointcloud(FrameHeader(FrameType.LIDAR, 1, 0, 0.05, 0.0),
+    first = converted.pointcloud(converter, FrameHeader(FrameType.LIDAR, 1, 0, 0.05, 0.0),
                                  decode_lidar(encode_lidar(first_pts)))
     kept = bytes(first.data)
-    converter.pointcloud(FrameHeader(FrameType.LIDAR, 2, 0, 0.15, 0.0),
+    converted.pointcloud(converter, FrameHeader(FrameType.LIDAR, 2, 0, 0.15, 0.0),
                          decode_lidar(encode_lidar(first_pts * 2)))
     assert bytes(first.data) == kept  # the converter's buffer was reused, the message was not
     # The sweep ending at 0.05 s started at -0.05 s: the header is 0 and times stay relative to it.
@@ -753,7 +756,8 @@ def test_xyzirt_messages_own_their_bytes_and_a_start_stamp_never_goes_below_zero
 def test_xyzi_stays_the_frames_bytes_with_a_start_stamp():
     hello = _small_lidar_hello(4, 2, 10.0)
     payload = encode_lidar(np.arange(32, dtype=np.float32).reshape(4, 2, 4))
-    msg = FrameConverter(hello, ConvertSettings(lidar_stamp="start")).pointcloud(
+    msg = converted.pointcloud(
+        FrameConverter(hello, ConvertSettings(lidar_stamp="start")),
         FrameHeader(FrameType.LIDAR, 1, 0, 3.0, 0.0), decode_lidar(payload))
     assert msg.data.tobytes() == payload[16:] and msg.point_step == 16
     assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == stamp_to_sec_nanosec(3.0 - 0.1)
@@ -794,7 +798,7 @@ def test_ins_bytes_are_what_the_middleware_serializes(source):
             for name, data in epoch._asdict().items():
                 if data is None:
                     continue
-                kind = type(getattr(converter.ins(_header(FrameType.INS, STAMP + i), v), name))
+                kind = type(getattr(converted.ins(converter, _header(FrameType.INS, STAMP + i), v), name))
                 again = serialize_message(deserialize_message(data, kind))
                 assert len(again) == len(data), (name, k)
                 differ = [at for at in range(len(data)) if data[at] != again[at]]

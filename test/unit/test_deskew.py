@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from support.page_examples import POLARIS_HELLO_JSON
 
+from harness import converted
 from acres_sim.convert.converter import FrameConverter
 from acres_sim.fake_game.world.materials import MAT
 from acres_sim.fake_game.world.route import LoopRoute
@@ -65,7 +66,8 @@ def test_deskewed_turning_sweep_lands_on_the_scene(stamp_mode):
     scene = Scene(WALLS, LoopRoute())
     end = 3.0
     points = model.render_sweep(scene, end + column_firing_offsets(lidar.columns, lidar.hz), pose_at, None)
-    msg = FrameConverter(hello, ConvertSettings(lidar_fields="xyzirt", lidar_stamp=stamp_mode)).pointcloud(
+    msg = converted.pointcloud(
+        FrameConverter(hello, ConvertSettings(lidar_fields="xyzirt", lidar_stamp=stamp_mode)),
         FrameHeader(FrameType.LIDAR, 1, 0, end, 0.0), decode_lidar(encode_lidar(points)))
     cells = np.frombuffer(bytes(msg.data), np.dtype({"names": ["xyz", "time"], "formats": [("<f4", 3), "<f4"],
                                                      "offsets": [0, 20], "itemsize": 24}))

@@ -4,6 +4,7 @@ No ROS graph."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,27 @@ def test_parameters_become_the_converter_settings():
                          "imu_orientation_variance": 0.5})
     assert cfg.convert == ConvertSettings(frame_prefix="a/", tf_source="ground_truth", lidar_fields="xyzirt",
                                           imu_orientation_variance=0.5)
+
+
+# The ranges the descriptors advertise agree with each node's own check: the ends are accepted,
+# a step beyond is refused (0 itself stays refused where the check wants a positive number).
+_CONFIG = {"sim_bridge": bridge_config, "sim_control": sim_control_config,
+           "vehicle_bridge": vehicle_bridge_config, "fake_game": fake_game_config}
+
+
+@pytest.mark.parametrize("table, spec", [(t, s) for t in NODES for s in t.specs if s.range is not None],
+                         ids=lambda v: getattr(v, "name", getattr(v, "node", "")))
+def test_every_advertised_range_is_the_nodes_own_check(table, spec):
+    check = _CONFIG[table.node]
+    low, high = spec.range
+    assert isinstance(spec.default, (int, float)) and low <= spec.default <= high
+    below = low - 1 if isinstance(spec.default, int) else low - 1e-3
+    with pytest.raises(ParameterError):
+        check({spec.name: below})
+    if math.isfinite(high) and high < 1 << 40:
+        check({spec.name: high})
+        above = high + 1 if isinstance(spec.default, int) else high + 1e-3
+        with pytest.raises(ParameterError):
+            check({spec.name: above})
+    if low > 0 or isinstance(spec.default, int):
+        check({spec.name: low})
