@@ -121,11 +121,14 @@ def _env(domain: int, **extra: str) -> dict[str, str]:
 
 
 def measure_remote(seconds: float, tmp: Path, domain: int = 230, rate: str | None = "1gbit",
-                   remote_profile: str | None = None) -> dict[str, Any]:
+                   remote_profile: str | None = None, deep: bool = False) -> dict[str, Any]:
     """Per subscriber (SUBSCRIBERS): per group (INS, LiDAR, camera, clock) latency p50 / p99 /
     max in ms, messages sent and lost, and `share`, its received count over the local reliable
     subscriber's. `remote_profile`: a Fast DDS profile file the remote subscribers load (through
-    the variable of this machine's Fast DDS generation), None for their defaults."""
+    the variable of this machine's Fast DDS generation), None for their defaults. `deep`: every
+    subscriber keeps 1000 messages instead of rviz2's 5 (benchmark.subscriber), so that a subscriber
+    process starved of CPU for a moment does not lose what the middleware delivered: the shares
+    then measure delivery over the link, not each counting process's speed."""
     period = polaris_period()
     spec = bridge_topics(period.hello, "/polaris")
     sent_out = tmp / "remote_sent.json"
@@ -145,6 +148,7 @@ def measure_remote(seconds: float, tmp: Path, domain: int = 230, rate: str | Non
                     extra[dds.GENERATIONS[generation][0]] = remote_profile
                 outs[name] = tmp / f"remote_{name.replace(' ', '_')}.json"
                 mode = ["raw"] + (["best_effort"] if name.endswith("best effort") else [])
+                mode += ["deep"] if deep else []
                 procs.append(Proc(hosts.command(host, [sys.executable, "-m", "benchmark.subscriber",
                                                        json.dumps(spec), str(outs[name]), *mode]),
                                   _env(domain, **extra), f"subscriber ({name})"))

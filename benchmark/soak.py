@@ -60,6 +60,8 @@ def main() -> int:
         for agent in AGENTS:
             for name, suffix, kind in (("lidar", "lidar/points", PointCloud2),
                                        ("camera", "camera/image_raw", Image), ("ins", "ins/odom", Odometry)):
+                if name == "camera" and agent == "maxxum":
+                    continue  # the Maxxum has no camera
                 topic = f"/{agent}/{suffix}"
                 graph.subscribe(kind, topic, QoSProfile(depth=10), keep=False,  # count only
                                 callback=(lambda n: lambda _m: counts.__setitem__(n, counts[n] + 1))(name))

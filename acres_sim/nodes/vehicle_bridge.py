@@ -240,7 +240,7 @@ class VehicleBridge(RunnableNode):
 
         def call(driver: VehicleDriver) -> None:
             changed = driver.enable() if enable else driver.disable()
-            if changed and not enable:
+            if not enable:  # published if it changed: also an agent awaited after a reset is released
                 self._publish_held_locked()
             if changed:
                 self.get_logger().info("drive-by-wire enabled: it drives" if enable

@@ -27,7 +27,11 @@ def test_remote_reliable_and_best_effort_subscribers_receive_what_a_local_one_do
             pass
     except HostsUnavailable as exc:
         pytest.skip(f"network namespaces for a second host cannot be created here: {exc}")
-    result = measure_remote(8.0, tmp_path, domain=198, remote_profile=str(REMOTE_PROFILE))
+    # Deep counting readers: with rviz2's depth 5 a subscriber process that the loaded machine starves
+    # for a moment drops what its own history cannot hold (96.6 % once in CI), which is its speed,
+    # not the link's or the profile's. The bridge's writers keep their depth 5, so anything the link
+    # or the middleware loses is still lost and counted.
+    result = measure_remote(8.0, tmp_path, domain=198, remote_profile=str(REMOTE_PROFILE), deep=True)
     assert "DDS profile in force" in result["profile"], result["profile"]
     for group in ("INS", "LiDAR", "camera"):
         local = result["local reliable"][group]

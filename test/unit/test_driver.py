@@ -248,3 +248,12 @@ def test_every_transition_follows_the_rules_of_who_drives(mode, stale):
     assert transition(state, Event.BACK_ON_ROUTE) == back
     for event in (Event.CLOCK_BACK, Event.RESET_IN_PLACE):
         assert transition(state, event) == DriveState(mode, stale=driving)
+
+
+def test_disable_after_a_reset_ends_being_awaited_without_a_release():
+    d = driver(0.0, driven=False)
+    d.ackermann_cmd(None, 0.0, 0.0, 2.0, 0.0)
+    d.on_report(report(0.0, driven=False, reset="all"))
+    assert d.held().source == HELD_AWAITING
+    assert not d.disable()  # nothing drove: nothing to brake
+    assert d.mode is Mode.ROUTE and d.held() == HeldCommand(0.0, "") and d.command() is None

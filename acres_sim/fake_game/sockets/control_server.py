@@ -41,7 +41,6 @@ class ControlServer(LoopbackServer):
         self._session = session
         self._threads: list[threading.Thread] = []
         self._conns: set[socket.socket] = set()
-        self._lock = threading.Lock()
 
     def stop(self) -> None:
         super().stop()

@@ -33,7 +33,8 @@ class LoopbackServer:
     client waits in the listen queue until _handle returns, unless it hands the connection on).
 
     Log lines: ACRES_<label>_LISTENING / _LISTEN_FAILED with `tags` (e.g. "agent=polaris") and the
-    port. Subclasses implement _handle and may extend _wake (what else stop() must interrupt)."""
+    port. Subclasses implement _handle, keep their state under `_lock` (a condition that stop()
+    notifies, so a sender waiting on it wakes) and may extend _wake."""
 
     def __init__(self, port: int, *, label: str, tags: str = "", backlog: int = 4, log: LogFn = stdout_log):
         self.port = port
@@ -42,6 +43,7 @@ class LoopbackServer:
         self._backlog = backlog
         self._log = log
         self._stop = threading.Event()
+        self._lock = threading.Condition()
         self._listener: socket.socket | None = None
         self._thread: threading.Thread | None = None
 
@@ -77,7 +79,9 @@ class LoopbackServer:
             self._listener = None
 
     def _wake(self) -> None:
-        """What stop() must interrupt besides the accept loop (a sender waiting on a condition)."""
+        """What stop() must interrupt besides the accept loop: whoever waits on the lock."""
+        with self._lock:
+            self._lock.notify_all()
 
     def _handle(self, conn: socket.socket) -> None:
         raise NotImplementedError

@@ -14,7 +14,6 @@ from __future__ import annotations
 import errno
 import select
 import socket
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -81,7 +80,6 @@ class StreamServer(LoopbackServer):
         self._stats_period_s = float(stats_period_s)
         self._world_time = world_time
 
-        self._lock = threading.Condition()
         self._queue: deque[tuple[bytes, bytes | None, int]] = deque()  # (head, payload, size)
         self._queued_bytes = 0  # including the frame the sender is writing
         self._connected = False
@@ -96,10 +94,6 @@ class StreamServer(LoopbackServer):
         super().stop()
         if was_listening:
             self._log(f"ACRES_SENSOR_STREAM_STOP agent={self.agent} {self.stats_text()}")
-
-    def _wake(self) -> None:
-        with self._lock:
-            self._lock.notify_all()
 
     # -- the simulation side ------------------------------------------------------------------
 

@@ -65,17 +65,12 @@ class VehicleServer(LoopbackServer):
         self._hello = json.dumps({"type": "hello", "agent": agent, "vehicle": vehicle,
                                   "physics_hz": physics_hz, "params": params.as_dict()}) + "\n"
         self._state_now = state_now
-        self._lock = threading.Condition()
         self._queue: deque[tuple[bytes, bool]] = deque()  # (line, droppable)
         self._held: HeldCommand | None = None
         self._last_line = 0.0  # monotonic time of the client's last line
         self._connected = False
 
     # -- lifecycle ------------------------------------------------------------------------------
-
-    def _wake(self) -> None:
-        with self._lock:
-            self._lock.notify_all()
 
     @property
     def connected(self) -> bool:
