@@ -26,23 +26,24 @@ from acres_sim.nodes.parameters import NodeParameters, ParameterError, ParamSpec
 
 class RosLogging:
     """The logging.Logger calls the ROS-free clients make (StreamClient, VehicleClient), sent to an
-    rclpy logger as one line each."""
+    rclpy logger as one line each (%-formatted only when given arguments, like logging: a peer's
+    text with a '%' in it stays as it is)."""
 
     def __init__(self, logger: Any):
         self._logger = logger
 
     def info(self, msg: str, *args: Any) -> None:
-        self._logger.info(msg % args)
+        self._logger.info(msg % args if args else msg)
 
     def warning(self, msg: str, *args: Any) -> None:
-        self._logger.warning(msg % args)
+        self._logger.warning(msg % args if args else msg)
 
     def error(self, msg: str, *args: Any) -> None:
-        self._logger.error(msg % args)
+        self._logger.error(msg % args if args else msg)
 
     def exception(self, msg: str, *args: Any) -> None:
         exc = sys.exc_info()[1]
-        self._logger.error(f"{msg % args}: {type(exc).__name__}: {exc}")
+        self._logger.error(f"{msg % args if args else msg}: {type(exc).__name__}: {exc}")
 
 
 class StartFailed(Exception):
