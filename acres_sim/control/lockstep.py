@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from acres_sim.topics import HELD_AWAITING
 
@@ -89,3 +89,38 @@ class HeldCommands:
                 if not missing or left <= 0:
                     return missing
                 self._cond.wait(left)
+
+
+class PublishersMatched:
+    """Whether each barrier subscription has a publisher, and has had it for settle_s: a writer
+    sends a barrier only to the readers it has matched, and the writer's side of a match can come a
+    moment after the reader's, so a request made while the nodes are still discovering each other
+    waits here instead of missing its barrier. `counts`: topic -> its subscription's publisher count."""
+
+    def __init__(self, counts: dict[str, Callable[[], int]], settle_s: float = 0.25,
+                 clock: Callable[[], float] = time.monotonic, poll_s: float = 0.01):
+        self._counts = counts
+        self._settle_s = settle_s
+        self._clock = clock
+        self._poll_s = poll_s
+        self._since: dict[str, float] = {}  # topic -> when a publisher was first seen, uninterrupted
+
+    @property
+    def topics(self) -> list[str]:
+        return list(self._counts)
+
+    def wait(self, topics: Iterable[str], timeout_s: float) -> list[str]:
+        """The topics still without a settled publisher when timeout_s ran out (empty: all have)."""
+        deadline = self._clock() + timeout_s
+        topics = list(topics)
+        while True:
+            now = self._clock()
+            for topic in topics:
+                if self._counts[topic]() > 0:
+                    self._since.setdefault(topic, now)
+                else:
+                    self._since.pop(topic, None)
+            missing = [t for t in topics if t not in self._since or now - self._since[t] < self._settle_s]
+            if not missing or now >= deadline:
+                return missing
+            time.sleep(self._poll_s)

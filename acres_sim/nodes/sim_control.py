@@ -36,7 +36,7 @@ from simulation_interfaces.msg import EntityState, Result, SimulationState, Simu
 from std_msgs.msg import Header, UInt64
 
 from acres_sim import topics
-from acres_sim.control.lockstep import BarrierWatch, HeldCommands
+from acres_sim.control.lockstep import BarrierWatch, HeldCommands, PublishersMatched
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
 from acres_sim.game.control_client import AgentState, ControlClient, ControlRefused, ControlUnavailable
 from acres_sim.nodes.parameters import SERVICE_CHUNK_STEPS, SIM_CONTROL, sim_control_config
@@ -112,18 +112,22 @@ class SimControl(RunnableNode):
         # Barriers on a hidden node of their own (see the module's docstring).
         self._barrier_node = Node("_sim_control_barriers", namespace=self.get_namespace(),
                                   context=self.context)
+        counts: dict[str, Callable[[], int]] = {}  # each barrier topic's publishers
         for agent in agents:
-            self._barrier_node.create_subscription(
+            sub = self._barrier_node.create_subscription(
                 UInt64, f"/{agent}/{topics.SIM_BARRIER}",
                 lambda msg, agent=agent: self.barriers.arrived(agent, msg.data), BARRIER_QOS)
+            counts[sub.topic_name] = sub.get_publisher_count
             if config.vehicle_bridges:
-                self._barrier_node.create_subscription(
+                sub = self._barrier_node.create_subscription(
                     UInt64, f"/{agent}/{topics.VEHICLE_BARRIER}",
                     lambda msg, agent=agent: self.vehicle_barriers.arrived(agent, msg.data), BARRIER_QOS)
+                counts[sub.topic_name] = sub.get_publisher_count
                 self._barrier_node.create_subscription(
                     Header, f"/{agent}/{topics.VEHICLE_HELD_COMMAND}",
                     lambda msg, agent=agent: self.held.update(
                         agent, msg.stamp.sec + msg.stamp.nanosec * 1e-9, msg.frame_id), HELD_QOS)
+        self.matched = PublishersMatched(counts)
 
         group = ReentrantCallbackGroup()
         serve: dict[str, tuple[Any, Callable[[Any, Any], Any]]] = {
@@ -200,6 +204,7 @@ class SimControl(RunnableNode):
         barrier arrived. after_chunk(done) -> False stops between chunks. Returns the steps done."""
         done = 0
         with self._step_lock:
+            self._wait_publishers(self.matched.topics)
             self._wait_commands()
             while done < steps:
                 n = min(chunk, steps - done)
@@ -218,6 +223,14 @@ class SimControl(RunnableNode):
                 if after_chunk is not None and not after_chunk(done):
                     break
         return done
+
+    def _wait_publishers(self, barriers: list[str]) -> None:
+        """Each barrier the request waits for has a publisher matched (see PublishersMatched)."""
+        missing = self.matched.wait(barriers, self.barrier_timeout_s)
+        if missing:
+            raise OperationFailed(
+                f"nothing publishes {', '.join(missing)} (waited {self.barrier_timeout_s:g} s): is each "
+                "agent's sim_bridge (and vehicle_bridge) running?")
 
     def _wait_barriers(self, step: int, since: int, vehicle_since: int, what: str) -> None:
         missing = self.barriers.wait(step, since, self.barrier_timeout_s)
@@ -298,6 +311,8 @@ class SimControl(RunnableNode):
                               "DEFAULT (0) or ALL (255); nothing is ever spawned, so SPAWNED (4) has "
                               "nothing to do")
         with self._step_lock:
+            vehicle_barriers = [t for t in self.matched.topics if t.endswith("/" + topics.VEHICLE_BARRIER)]
+            self._wait_publishers(vehicle_barriers)
             self._world_time = None
             self.held.forget()
             vehicle_since = self.vehicle_barriers.mark()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from acres_sim.control.lockstep import SEEN_PER_AGENT, BarrierWatch, HeldCommands
+from acres_sim.control.lockstep import SEEN_PER_AGENT, BarrierWatch, HeldCommands, PublishersMatched
 from acres_sim.topics import HELD_AWAITING
 
 
@@ -76,3 +76,31 @@ def test_a_reset_forgets_what_the_bridges_said():
     assert held.wait(3.0, timeout_s=0.0) == []
     held.forget()
     assert held.under_command() and held.wait(0.0, timeout_s=0.05) == ["a"]
+
+
+def test_a_request_waits_until_each_barrier_has_had_a_publisher_for_a_moment():
+    now = [0.0]
+    counts = {"/a/sim/barrier": 0, "/a/vehicle/barrier": 1}
+    matched = PublishersMatched({t: (lambda t=t: counts[t]) for t in counts}, settle_s=0.25,
+                                clock=lambda: now[0], poll_s=0.0)
+    assert matched.wait(matched.topics, timeout_s=0.0) == list(counts)  # one has none, one just came
+    now[0] = 0.3
+    assert matched.wait(matched.topics, timeout_s=0.0) == ["/a/sim/barrier"]
+    counts["/a/sim/barrier"] = 1
+    now[0] = 0.4
+    assert matched.wait(["/a/vehicle/barrier"], timeout_s=0.0) == []  # settled since 0.0
+    assert matched.wait(matched.topics, timeout_s=0.0) == ["/a/sim/barrier"]  # seen since 0.4 only
+    now[0] = 0.7
+    assert matched.wait(matched.topics, timeout_s=0.0) == []
+    counts["/a/vehicle/barrier"] = 0  # its bridge went away: when it is back it settles again
+    assert matched.wait(matched.topics, timeout_s=0.0) == ["/a/vehicle/barrier"]
+    counts["/a/vehicle/barrier"] = 1
+    assert matched.wait(matched.topics, timeout_s=0.0) == ["/a/vehicle/barrier"]
+
+
+def test_waiting_for_publishers_ends_when_they_come():
+    counts = {"/a/sim/barrier": 0}
+    matched = PublishersMatched({"/a/sim/barrier": lambda: counts["/a/sim/barrier"]}, settle_s=0.05)
+    thread = later(0.05, counts.__setitem__, "/a/sim/barrier", 1)
+    assert matched.wait(matched.topics, timeout_s=5.0) == []
+    thread.join()
