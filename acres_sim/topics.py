@@ -41,3 +41,8 @@ DBW_ENABLED = "vehicle/dbw_enabled"
 VEHICLE_HELD_COMMAND = "vehicle/held_command"  # the stamp and source of what the vehicle holds
 VEHICLE_BARRIER = "vehicle/barrier"  # a lockstep step's vehicle reports are acknowledged
 HELD_AWAITING = "awaiting"  # held_command's source after a reset, until the next command
+
+# sim_control: the episode (acres_interfaces), session-wide
+SIM_EPISODE = "/sim/episode"  # transient local
+SIM_AGENTS = "/sim/agents"  # transient local
+SIM_AGENT_STATES = "/sim/agent_states"  # every physics step

@@ -34,6 +34,10 @@ ARGUMENTS = (
     ("lockstep", "false", "true: fake_game starts held; the world moves on step requests (control_port)."),
     ("vehicle_ports", "", "Vehicle Bridge ports, comma separated, one per agent: a vehicle_bridge each."),
     ("vehicle_bridge_params_file", config_file("vehicle_bridge.yaml"), "vehicle_bridge parameters file."),
+    ("episode_log", "", "Record the episode log (MCAP) into this new file (needs control_port; in lockstep "
+     "from the first physics step)."),
+    ("episode_replay", "", "Replay this episode log: the agents follow their logged states "
+     "(needs control_port)."),
 )
 
 
@@ -43,7 +47,8 @@ def _nodes(context):
                        fake_game=value["fake_game"], rviz=value["rviz"], use_sim_time=value["use_sim_time"],
                        log_level=value["log_level"], vehicles=value["vehicles"],
                        control_port=value["control_port"], lockstep=value["lockstep"],
-                       vehicle_ports=value["vehicle_ports"])
+                       vehicle_ports=value["vehicle_ports"], episode_log=value["episode_log"],
+                       episode_replay=value["episode_replay"])
     log_args = ["--ros-args", "--log-level", plan.log_level]
     actions = []
     if plan.fake_game is not None:

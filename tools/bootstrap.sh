@@ -4,8 +4,8 @@
 # With a sourced ROS 2 distribution (ROS_DISTRO set and rclpy importable) it uses that and only
 # checks for the tools the project needs. Otherwise it builds a git-ignored .venv-<distro> from the
 # pinned ROS 2 wheels of PyPI for ACRES_ROS_DISTRO (jazzy, the default, or kilted), generates
-# tf2_msgs, simulation_interfaces, ackermann_msgs and ds_dbw_msgs (no wheels exist) with the wheels'
-# own rosidl toolchain, and
+# tf2_msgs, simulation_interfaces, ackermann_msgs and ds_dbw_msgs (no wheels exist) and this
+# project's acres_interfaces (interfaces/acres_interfaces) with the wheels' own rosidl toolchain, and
 # writes .acres_env.sh, the one file to source. A second run finds its stamp and returns in seconds.
 set -euo pipefail
 
@@ -28,8 +28,8 @@ if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" >/dev/null 2>&1; then
   fi
   missing=()
   command -v colcon >/dev/null 2>&1 || missing+=("colcon (apt install python3-colcon-common-extensions)")
-  for mod in numpy pyproj simplejpeg matplotlib pytest hypothesis flake8 yaml tf2_msgs simulation_interfaces sensor_msgs \
-    nav_msgs diagnostic_msgs ackermann_msgs; do
+  for mod in numpy pyproj simplejpeg matplotlib pytest hypothesis flake8 yaml mcap rosbags tf2_msgs \
+    simulation_interfaces sensor_msgs nav_msgs diagnostic_msgs ackermann_msgs; do
     python3 -c "import $mod" >/dev/null 2>&1 || missing+=("python module $mod (rosdep install --from-paths . --ignore-src -y)")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -71,12 +71,14 @@ wanted="$(cat "$TOOLS/bootstrap.sh" "$ROS_REQUIREMENTS" "$TOOLS/requirements-py.
   "$TOOLS"/ackermann_msgs/package.xml "$TOOLS"/ackermann_msgs/CMakeLists.txt "$TOOLS"/ackermann_msgs/msg/* \
   "$TOOLS"/ds_dbw_msgs/package.xml "$TOOLS"/ds_dbw_msgs/CMakeLists.txt "$TOOLS"/ds_dbw_msgs/msg/*.msg \
   "$TOOLS"/ds_dbw_msgs/msg/fields/* \
+  "$ROOT"/interfaces/acres_interfaces/package.xml "$ROOT"/interfaces/acres_interfaces/CMakeLists.txt \
+  "$ROOT"/interfaces/acres_interfaces/{msg,srv}/* \
   | sha256sum | cut -d' ' -f1) $("$PYTHON" -V 2>&1)"
 
 # The interface packages no wheel provides, generated into one workspace.
-INTERFACES=(tf2_msgs simulation_interfaces ackermann_msgs ds_dbw_msgs)
+INTERFACES=(tf2_msgs simulation_interfaces ackermann_msgs ds_dbw_msgs acres_interfaces)
 IFACE_INSTALL="$VENV/interfaces_ws/install"
-IFACE_CHECK="import tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action, ackermann_msgs.msg, ds_dbw_msgs.msg"
+IFACE_CHECK="import tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action, ackermann_msgs.msg, ds_dbw_msgs.msg, acres_interfaces.msg, acres_interfaces.srv"
 write_env_file() {
   cat > "$ENV_FILE" <<EOS
 # Written by tools/bootstrap.sh: the self-installed ROS 2 ${DISTRO^} environment ($PY_TAG).
@@ -128,7 +130,9 @@ if ! (set +u; export AMENT_PREFIX_PATH="$VENV"; source "$VENV/bin/activate" \
   ws="$VENV/interfaces_ws"
   rm -rf "$ws" "$VENV/tf2_msgs_ws"
   mkdir -p "$ws/src"
-  for pkg in "${INTERFACES[@]}"; do cp -r "$TOOLS/$pkg" "$ws/src/$pkg"; done
+  for pkg in "${INTERFACES[@]}"; do
+    if [ -d "$TOOLS/$pkg" ]; then cp -r "$TOOLS/$pkg" "$ws/src/$pkg"; else cp -r "$ROOT/interfaces/$pkg" "$ws/src/$pkg"; fi
+  done
   (
     source "$VENV/bin/activate"
     export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
@@ -141,7 +145,7 @@ fi
 
 write_env_file
 
-env_check="$(bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action, ackermann_msgs.msg, ds_dbw_msgs.msg, sensor_msgs.msg, nav_msgs.msg, rosgraph_msgs.msg, diagnostic_msgs.msg, numpy, pyproj, simplejpeg, matplotlib, rich, pytest, hypothesis, flake8; print(\"ok\")'" 2>&1 | tail -n 3)"
+env_check="$(bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action, ackermann_msgs.msg, ds_dbw_msgs.msg, acres_interfaces.msg, acres_interfaces.srv, sensor_msgs.msg, nav_msgs.msg, rosgraph_msgs.msg, diagnostic_msgs.msg, numpy, pyproj, simplejpeg, matplotlib, rich, mcap, rosbags, pytest, hypothesis, flake8; print(\"ok\")'" 2>&1 | tail -n 3)"
 [ "$env_check" = "ok" ] || die "the new environment does not import: $env_check"
 echo "$wanted" > "$STAMP"
 say "ROS 2 ${DISTRO^} environment ready: source $ENV_FILE"

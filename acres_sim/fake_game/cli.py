@@ -16,6 +16,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
+from acres_sim.episode.log_file import EpisodeLogError
 from acres_sim.fake_game.app import FakeGame
 from acres_sim.fake_game.simulation.session_config import (
     FLAVORS,
@@ -87,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="render a few clouds and images once and re-serve them with fresh stamps")
     p.add_argument("--flat-ground", action="store_true",
                    help="the plane z = 0 instead of the rolling ground (cheaper; no roll or pitch)")
+    p.add_argument("--episode-log", default="", metavar="FILE.mcap",
+                   help="record the episode log (MCAP) from the first physics step into this new file")
+    p.add_argument("--episode-replay", default="", metavar="FILE.mcap",
+                   help="replay an episode log: the agents follow their logged states")
     p.add_argument("--render-workers", type=_non_negative_int, default=SessionConfig.render_workers,
                    help="threads that render clouds and images (0 = one per agent in real time, two per "
                         "agent in lockstep or faster than real time, at most one per core)")
@@ -112,6 +117,8 @@ def config_from_args(args: argparse.Namespace) -> SessionConfig:
         stats_period_s=args.stats_period_s,
         duration_s=args.duration_s,
         render_workers=args.render_workers,
+        episode_log=args.episode_log,
+        episode_replay=args.episode_replay,
     )
 
 
@@ -129,7 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        game = FakeGame.start(config, args.control_port)
+        try:
+            game = FakeGame.start(config, args.control_port)
+        except (EpisodeLogError, ValueError) as exc:  # --episode-log / --episode-replay
+            print(f"fake_game: exiting: {exc}", file=sys.stderr)
+            return 1
         if not game.session.agents:
             game.stop()
             ports = ", ".join(str(a.port) for a in config.agents)

@@ -8,7 +8,7 @@ comes back is found again by the next request. Requests are serialised (one answ
 in order). Errors:
 * ControlUnavailable: no connection, or it broke before the answer came;
 * ControlRefused: the game answered {"ok": false}; .code says why (bad_request, not_found,
-  invalid_pose, incorrect_state, ended, failed).
+  invalid_pose, incorrect_state, file_error, ended, failed).
 """
 
 from __future__ import annotations
@@ -109,6 +109,23 @@ class ControlClient:
         return _agent_state(self.request({
             "op": "set_state", "agent": agent, "position": list(position), "orientation": list(orientation),
             "linear_velocity": list(linear_velocity), "angular_velocity": list(angular_velocity)}))
+
+    def record_start(self, path: str) -> dict[str, Any]:
+        """Record the episode log into a new file from the next step (code file_error: cannot)."""
+        return self.request({"op": "record_start", "path": path})
+
+    def record_stop(self) -> dict[str, Any]:
+        """Finish the log; its path, message_count and duration_s."""
+        return self.request({"op": "record_stop"})
+
+    def replay_start(self, path: str) -> dict[str, Any]:
+        return self.request({"op": "replay_start", "path": path})
+
+    def replay_stop(self) -> dict[str, Any]:
+        return self.request({"op": "replay_stop"})
+
+    def episode_status(self) -> dict[str, Any]:
+        return self.request({"op": "episode_status"})
 
     # -- the transport -------------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ rviz2.
 
 from __future__ import annotations
 
+import os
+
 import re
 from dataclasses import dataclass
 
@@ -77,10 +79,13 @@ class SimControlPlan:
     control_port: int
     agents: tuple[str, ...]
     vehicle_bridges: bool = False
+    episode_log: str = ""
+    episode_replay: str = ""
 
     def parameters(self) -> dict[str, object]:
         return {"control_port": self.control_port, "agents": list(self.agents),
-                "vehicle_bridges": self.vehicle_bridges}
+                "vehicle_bridges": self.vehicle_bridges, "episode_log": self.episode_log,
+                "episode_replay": self.episode_replay}
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,8 @@ def plan_launch(agents: str = "polaris", ports: str = DEFAULT_PORTS, host: str =
                 fake_game: str | bool = "false", rviz: str | bool = "false",
                 use_sim_time: str | bool = "true", log_level: str = "info",
                 vehicles: str = "", control_port: str | int = "0",
-                lockstep: str | bool = "false", vehicle_ports: str = "") -> LaunchPlan:
+                lockstep: str | bool = "false", vehicle_ports: str = "", episode_log: str = "",
+                episode_replay: str = "") -> LaunchPlan:
     names = split_list(agents)
     if not names:
         raise LaunchPlanError("launch argument agents is empty")
@@ -183,7 +189,14 @@ def plan_launch(agents: str = "polaris", ports: str = DEFAULT_PORTS, host: str =
                             vehicle_port_numbers)
     elif held:
         raise LaunchPlanError("lockstep:=true is for fake_game:=true (the real game is held by -Lockstep)")
-    sim_control = SimControlPlan(control, tuple(names), bool(vehicle_bridges)) if control else None
+    # The game writes and reads the files: relative names are the user's, not the game's directory.
+    log_file, replay_file = (os.path.abspath(p.strip()) if p.strip() else ""
+                             for p in (episode_log, episode_replay))
+    if (log_file or replay_file) and not control:
+        raise LaunchPlanError(
+            "episode_log and episode_replay need a control_port (sim_control asks the game)")
+    sim_control = SimControlPlan(control, tuple(names), bool(vehicle_bridges), log_file, replay_file) \
+        if control else None
     return LaunchPlan(bridges=bridges, fake_game=game, sim_control=sim_control,
                       vehicle_bridges=vehicle_bridges, rviz=parse_bool("rviz", rviz),
                       use_sim_time=parse_bool("use_sim_time", use_sim_time), log_level=level, host=host)

@@ -268,6 +268,13 @@ SIM_CONTROL = NodeParameters("sim_control", "sim_control.yaml", (
               "How long a step waits, before the game steps, for each agent under command to hold a "
               "command stamped at or after the current world time, in seconds; then it steps with "
               "what the vehicle holds (the watchdog's rule) and logs a WARN.", range=NON_NEGATIVE),
+    ParamSpec("episode_log", "",
+              "Record the episode log (MCAP) into this new file once the game is reachable, from the "
+              "step the world is at (in lockstep: the first physics step); empty: no recording. Stop it "
+              "with the stop_recording service; the file is complete when the game ends too."),
+    ParamSpec("episode_replay", "",
+              "Replay this episode log once the game is reachable (before episode_log starts, so that "
+              "a replay can be recorded); empty: no replay."),
 ))
 
 
@@ -281,6 +288,8 @@ class SimControlConfig:
     request_timeout_s: float
     vehicle_bridges: bool
     command_wait_s: float
+    episode_log: str
+    episode_replay: str
 
 
 def sim_control_config(values: dict[str, Any]) -> SimControlConfig:
@@ -294,7 +303,9 @@ def sim_control_config(values: dict[str, Any]) -> SimControlConfig:
         feedback_steps=_integer_in("feedback_steps", v["feedback_steps"], 1, SERVICE_CHUNK_STEPS),
         world_frame=world_frame, request_timeout_s=_positive("request_timeout_s", v["request_timeout_s"]),
         vehicle_bridges=_boolean("vehicle_bridges", v["vehicle_bridges"]),
-        command_wait_s=_positive("command_wait_s", v["command_wait_s"]))
+        command_wait_s=_positive("command_wait_s", v["command_wait_s"]),
+        episode_log=_string("episode_log", v["episode_log"]),
+        episode_replay=_string("episode_replay", v["episode_replay"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -397,6 +408,10 @@ FAKE_GAME = NodeParameters("fake_game", "fake_game.yaml", (
     ParamSpec("render_workers", SessionConfig.render_workers,
               "Threads that render clouds and images; 0 = one per agent in real time, two per agent "
               "in lockstep or faster than real time, at most one per core.", range=(0, 256)),
+    ParamSpec("episode_log", SessionConfig.episode_log,
+              "Record the episode log (MCAP) into this new file from the first physics step; empty: no."),
+    ParamSpec("episode_replay", SessionConfig.episode_replay,
+              "Replay this episode log from the start: the agents follow their logged states; empty: no."),
 ))
 
 
@@ -433,7 +448,9 @@ def fake_game_config(values: dict[str, Any]) -> FakeGameConfig:
             stats_period_s=float(_number("stats_period_s", v["stats_period_s"])),
             duration_s=float(_number("duration_s", v["duration_s"])),
             render_workers=_integer_in("render_workers", v["render_workers"],
-                                       *_bounds(FAKE_GAME, "render_workers")))
+                                       *_bounds(FAKE_GAME, "render_workers")),
+            episode_log=_string("episode_log", v["episode_log"]),
+            episode_replay=_string("episode_replay", v["episode_replay"]))
     except ValueError as exc:  # SessionConfig and agent_specs check the rest
         if isinstance(exc, ParameterError):
             raise

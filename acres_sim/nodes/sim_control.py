@@ -39,6 +39,7 @@ from acres_sim import topics
 from acres_sim.control.lockstep import BarrierWatch, HeldCommands, PublishersMatched
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
 from acres_sim.game.control_client import AgentState, ControlClient, ControlRefused, ControlUnavailable
+from acres_sim.nodes.episode_services import IMPORT_ERROR, EpisodeServices
 from acres_sim.nodes.parameters import SERVICE_CHUNK_STEPS, SIM_CONTROL, sim_control_config
 from acres_sim.nodes.runner import RunnableNode, run
 from acres_sim.stream.timing import PHYSICS_HZ
@@ -145,6 +146,16 @@ class SimControl(RunnableNode):
             serve[name] = (kind, self._unsupported(what))
         for name, (kind, handler) in serve.items():
             self.create_service(kind, name, self._guarded(handler), callback_group=group)
+        self.episode: EpisodeServices | None = None
+        if IMPORT_ERROR is None:
+            self.episode = EpisodeServices(self, self.game, config.control_port, group)
+            if config.episode_log or config.episode_replay:
+                threading.Thread(target=self._open_episode_files, name="episode-files", daemon=True,
+                                 args=(config.episode_replay, config.episode_log)).start()
+        else:
+            self.get_logger().warning(
+                f"acres_interfaces does not import ({IMPORT_ERROR}): no /sim/episode, /sim/agents, "
+                "/sim/agent_states and no episode log services (build acres_interfaces: see the README)")
         self._action = ActionServer(
             self, SimulateSteps, "simulate_steps", execute_callback=self._simulate_steps,
             goal_callback=lambda goal: GoalResponse.ACCEPT,
@@ -165,6 +176,8 @@ class SimControl(RunnableNode):
         return [barriers, services]
 
     def destroy_node(self) -> None:
+        if self.episode is not None:
+            self.episode.destroy()
         self._action.destroy()
         self._barrier_node.destroy_node()
         self.game.close()
@@ -220,6 +233,12 @@ class SimControl(RunnableNode):
                 done += n
                 self._wait_barriers(reached.step, since, vehicle_since,
                                     f"the game did {done} of {steps} steps (world step {reached.step})")
+                if self.episode is not None and not self.episode.states_delivered(
+                        reached.step, self.barrier_timeout_s):
+                    raise OperationFailed(
+                        f"the game did {done} of {steps} steps (world step {reached.step}), but its agent "
+                        f"states were not published within {self.barrier_timeout_s:g} s (is the episode "
+                        "feed of the control channel connected?)")
                 if after_chunk is not None and not after_chunk(done):
                     break
         return done
@@ -258,6 +277,24 @@ class SimControl(RunnableNode):
                 f"{', '.join(late)} within {self.command_wait_s:g} s: stepping with what the vehicle holds "
                 "(publish a command before each step; vehicle/disable ends being under command)",
                 throttle_duration_sec=5.0)
+
+    def _open_episode_files(self, replay: str, log: str) -> None:
+        """The launch's episode_replay and episode_log, as soon as the game answers (retrying while
+        it is not reachable; a refusal is logged once and ends it)."""
+        for what, path, request in (("replay", replay, self.game.replay_start),
+                                    ("record", log, self.game.record_start)):
+            if not path:
+                continue
+            while self.context.ok():
+                try:
+                    request(path)
+                    self.get_logger().info(f"episode {what}: {path}")
+                    break
+                except ControlUnavailable:
+                    threading.Event().wait(0.2)
+                except ControlRefused as exc:
+                    self.get_logger().error(f"episode {what} {path} refused: {exc}")
+                    break
 
     # -- services --------------------------------------------------------------------------------
 
@@ -315,6 +352,8 @@ class SimControl(RunnableNode):
             self._wait_publishers(vehicle_barriers)
             self._world_time = None
             self.held.forget()
+            if self.episode is not None:
+                self.episode.forget_steps()
             vehicle_since = self.vehicle_barriers.mark()
             reached = self.game.reset(scope)
             missing = self.vehicle_barriers.wait(reached.step, vehicle_since, self.barrier_timeout_s)

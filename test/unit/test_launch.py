@@ -44,7 +44,8 @@ def test_a_lockstep_session_driven_from_ros():
                        control_port="5700")
     assert plan.fake_game.parameters()["control_port"] == 5700 and plan.fake_game.parameters()["lockstep"]
     assert plan.sim_control.parameters() == {"control_port": 5700, "agents": ["polaris", "maxxum"],
-                                             "vehicle_bridges": False}
+                                             "vehicle_bridges": False, "episode_log": "",
+                                             "episode_replay": ""}
     real_game = plan_launch(control_port=5700)  # sim_control for the real game's channel
     assert real_game.fake_game is None and real_game.sim_control.agents == ("polaris",)
 

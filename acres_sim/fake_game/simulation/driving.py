@@ -51,10 +51,10 @@ class AgentDriving:
         if self.model is None:
             if held is None:
                 return  # it drives its route (or holds) until the first command
-            before = t - STEP_S
-            x, y, yaw, speed = simulator.planar_state(before)
-            self.model = VehicleModel(self.params, VehicleState(x, y, yaw, speed_mps=speed))
-            self.track = DrivenMotion(DriveKnot(before, x, y, yaw, speed, 0.0))
+            start = simulator.track_knot(t - STEP_S)  # the state the last step left (logged so)
+            self.model = VehicleModel(self.params, VehicleState(start.x, start.y, start.yaw,
+                                                                speed_mps=start.speed))
+            self.track = DrivenMotion(start)
             simulator.place(self.track)
         model, track = self.model, self.track
         assert track is not None

@@ -35,6 +35,7 @@ non-zero and differs between agents, as in the game where every pawn has its own
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import threading
@@ -44,6 +45,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from acres_sim.episode.log_file import read_episode
+from acres_sim.fake_game.simulation.agent_states import (
+    CONTROL_DRIVEN,
+    CONTROL_PLACED,
+    CONTROL_ROUTE,
+    EnergyLedger,
+    agent_state,
+    knot_of,
+    wheel_ground,
+)
 from acres_sim.fake_game.simulation.driving import AgentDriving
 from acres_sim.fake_game.simulation.entities import (
     WORLD_HALF_EXTENT_M,
@@ -53,6 +64,7 @@ from acres_sim.fake_game.simulation.entities import (
     finite_vector,
     float_triple,
 )
+from acres_sim.fake_game.simulation.episode_hub import EpisodeHub, EpisodeListener, Replay, header
 from acres_sim.fake_game.simulation.render_pool import AgentRenders, RenderPool
 from acres_sim.fake_game.simulation.session_config import AgentSpec, SessionConfig
 from acres_sim.fake_game.simulation.sinks import (
@@ -65,7 +77,7 @@ from acres_sim.fake_game.simulation.sinks import (
 )
 from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
 from acres_sim.fake_game.simulation.world_clock import SensorSchedule, world_time
-from acres_sim.fake_game.world.motion import HeldMotion, RouteMotion
+from acres_sim.fake_game.world.motion import DrivenMotion, HeldMotion, RouteMotion
 from acres_sim.rotations import quaternion_to_matrix
 from acres_sim.stream.hello import Hello
 from acres_sim.stream.protocol import (
@@ -79,6 +91,7 @@ from acres_sim.stream.protocol import (
 from acres_sim.stream.timing import PHYSICS_HZ
 
 RESET_SCOPES = ("time", "state", "all")
+WORLD_NAME = "acres_farm_loop"  # the fake world's one map
 VEHICLE_CLOCK_LEAD_S = 1234.5  # vehicle time minus world time of agent 0
 MAX_STEPS_PER_REQUEST = 1_000_000
 AGENT_SPACING_M = 40.0  # distance along the loop between the start places of the agents
@@ -102,6 +115,8 @@ class _Agent:
     lidar: SensorSchedule | None = None
     camera: SensorSchedule | None = None
     driving: AgentDriving | None = None  # with a Vehicle Bridge
+    ledger: EnergyLedger = dataclasses.field(default_factory=EnergyLedger)
+    replay_track: DrivenMotion | None = None  # while it follows an episode log
 
     def restart_schedules(self, camera_on: bool) -> None:
         """Sensor epochs from world time 0: at the start and after a TIME reset."""
@@ -136,6 +151,7 @@ class Session:
         self._thread: threading.Thread | None = None
         self._anchor: tuple[float, int] | None = None  # (monotonic, step) the pacing counts from
         self._render_error: BaseException | None = None
+        self._hub = EpisodeHub("fake_game", WORLD_NAME, config.seed, log)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -185,11 +201,33 @@ class Session:
         real_time = not cfg.lockstep and 0.0 < cfg.realtime_factor <= 1.0
         workers = cfg.render_workers or min(len(self._agents) * (1 if real_time else 2), os.cpu_count() or 1)
         self._pool = RenderPool(max(1, workers))
+        self._open_episode(cfg)
         self._thread = threading.Thread(target=self._run, name="simulation", daemon=True)
         self._thread.start()
 
     def _camera_on(self, hello: Hello) -> bool:
         return hello.camera.enabled and self.config.flavor != "core"
+
+    def _open_episode(self, cfg: SessionConfig) -> None:
+        """The episode as the session starts: its agents, their states at step 0; the replay and the
+        recording the command line asks for (a bad file stops the start with its error)."""
+        hub = self._hub
+        hub.set_agents([self._agent_info(a) for a in self._agents], 0.0)
+        hub.new_episode(0.0)
+        hub.latest = {"header": header(0.0), "step": 0, "agents": self._states(0, 0.0, {}, count=False)}
+        if cfg.episode_replay:
+            self._begin_replay(self._load_replay(cfg.episode_replay))
+        if cfg.episode_log:
+            hub.start_recording(cfg.episode_log, world_time(self._step))
+
+    @staticmethod
+    def _agent_info(agent: _Agent) -> dict[str, Any]:
+        params = VEHICLE_PARAMS[agent.spec.vehicle]
+        origin = agent.hello.body_origin_flu_m
+        return {"name": agent.spec.agent, "vehicle": agent.spec.vehicle,
+                "body_origin_flu_m": {"x": float(origin[0]), "y": float(origin[1]), "z": float(origin[2])},
+                "wheelbase_m": params.wheelbase_m, "track_m": params.track_m,
+                "wheel_radius_m": params.wheel_radius_m, "mass_kg": params.mass_kg}
 
     @property
     def agents(self) -> list[str]:
@@ -225,6 +263,7 @@ class Session:
             agent.stream.stop()
             if agent.driving is not None:
                 agent.driving.bridge.stop()
+        self._hub.close()  # a recording ends with its summary
         self._finished.set()
 
     # -- requests (control channel) -----------------------------------------------------------
@@ -269,33 +308,45 @@ class Session:
         if scope not in RESET_SCOPES:
             raise ValueError(f"scope must be one of {', '.join(RESET_SCOPES)}, got {scope!r}")
         with self._between_steps():
-            if scope in ("time", "all"):
-                dt = -world_time(self._step)
-                self._step = 0
-                for agent in self._agents:
-                    if scope == "all":
-                        agent.simulator.restart()
-                        if agent.driving is not None:
-                            agent.driving.stop()
-                    else:
-                        agent.simulator.shift_time(dt)
-                        if agent.driving is not None:
-                            agent.driving.follow_shifted_track(agent.simulator.motion)
-                    agent.restart_schedules(self._camera_on(agent.hello))
-            if scope == "state":
-                now = world_time(self._step)
-                for agent in self._agents:
-                    agent.simulator.place(RouteMotion(now))
+            self._reset_locked(scope)
+            return self._step, world_time(self._step)
+
+    def _reset_locked(self, scope: str, to_step: int = 0, replay_of: str = "") -> None:
+        hub = self._hub
+        self._end_replay(f"reset {scope}")
+        if scope in ("time", "all"):
+            if hub.recording and to_step < self._step:  # the log time never goes back: it ends here
+                hub.stop_recording(f"reset {scope}")
+            dt = world_time(to_step) - world_time(self._step)
+            self._step = to_step
+            for agent in self._agents:
+                if scope == "all":
+                    agent.simulator.restart()
+                    agent.ledger = EnergyLedger()
                     if agent.driving is not None:
                         agent.driving.stop()
-            # The Vehicle Bridges hear of it before the answer: the state now, then a barrier.
+                else:
+                    agent.simulator.shift_time(dt)
+                    if agent.driving is not None:
+                        agent.driving.follow_shifted_track(agent.simulator.motion)
+                agent.restart_schedules(self._camera_on(agent.hello))
+        if scope == "state":
             now = world_time(self._step)
             for agent in self._agents:
-                driving = agent.driving
-                if driving is not None and driving.bridge.connected:
-                    driving.bridge.report(self._vehicle_report(agent, self._step, now, reset=scope))
-                    driving.bridge.barrier(self._step, now)
-            return self._step, now
+                agent.simulator.place(RouteMotion(now))
+                if agent.driving is not None:
+                    agent.driving.stop()
+        now = world_time(self._step)
+        if scope == "all":
+            hub.new_episode(now, replay_of)
+        hub.latest = {"header": header(now), "step": self._step,
+                      "agents": self._states(self._step, now, {}, count=False)}
+        # The Vehicle Bridges hear of it before the answer: the state now, then a barrier.
+        for agent in self._agents:
+            driving = agent.driving
+            if driving is not None and driving.bridge.connected:
+                driving.bridge.report(self._vehicle_report(agent, self._step, now, reset=scope))
+                driving.bridge.barrier(self._step, now)
 
     def _agent(self, name: Any) -> _Agent:
         for agent in self._agents:
@@ -385,6 +436,147 @@ class Session:
             ],
         }
 
+    # -- the episode (control channel) --------------------------------------------------------
+
+    def watch(self, listener: EpisodeListener) -> None:
+        """listener gets the episode, the agents, the recording and every step's agent states."""
+        with self._world_lock:  # its first states are those of the step the world is at
+            self._hub.add_listener(listener)
+
+    def unwatch(self, listener: EpisodeListener) -> None:
+        self._hub.remove_listener(listener)
+
+    def start_recording(self, path: Any) -> dict[str, Any]:
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"path must be a file name, got {path!r}")
+        with self._between_steps():
+            return self._hub.start_recording(path, world_time(self._step))
+
+    def stop_recording(self) -> dict[str, Any]:
+        with self._between_steps():
+            return self._hub.stop_recording()
+
+    def start_replay(self, path: Any) -> dict[str, Any]:
+        """Replay an episode log from its first step: the world goes to that step as at a fresh
+        start there (sensor epochs and the INS error process from time 0, as a reset ALL), the
+        logged agents follow their states step by step. Refused for agents this session lacks."""
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"path must be a file name, got {path!r}")
+        log = self._load_replay(path)  # read before holding the world: it takes a moment
+        with self._between_steps():
+            self._begin_replay(log)
+            return self._hub.replay_status(world_time(self._step))
+
+    def stop_replay(self) -> dict[str, Any]:
+        with self._between_steps():
+            if self._hub.replay is None:
+                raise ValueError("not replaying")
+            self._end_replay("stopped")
+            return self._hub.replay_status(world_time(self._step))
+
+    def episode_status(self) -> dict[str, Any]:
+        with self._world_lock:
+            t = world_time(self._step)
+            return {"episode_id": self._hub.episode.get("episode_id", ""),
+                    "recording": self._hub.recording_status(), "replay": self._hub.replay_status(t)}
+
+    def _load_replay(self, path: str) -> Replay:
+        log = read_episode(path)  # EpisodeLogError says what is wrong with the file
+        unknown = [name for name in log.agent_names if name not in self.agents]
+        if unknown:
+            raise ValueError(f"{path}: agents {', '.join(unknown)} are not in this session "
+                             f"(it has {', '.join(self.agents)})")
+        return Replay.of(log)
+
+    def _begin_replay(self, replay: Replay) -> None:
+        """(world lock held) The world at the log's first step, the logged agents on its states."""
+        first = replay.first_step
+        if self._hub.recording and first < self._step:
+            self._hub.stop_recording("the replay took the world clock back")
+        self._reset_locked("all", to_step=first, replay_of=str(replay.log.path))
+        t = world_time(first)
+        states = replay.by_step[first]
+        for agent in self._agents:
+            state = states.get(agent.spec.agent)
+            if state is not None:
+                agent.replay_track = DrivenMotion(knot_of(state, t))
+                agent.simulator.place(agent.replay_track)
+        self._hub.replay = replay
+        self._hub.latest = {"header": header(t), "step": first, "agents": self._states(first, t, states)}
+        self._log(f"ACRES_FAKE_GAME_REPLAY path={replay.log.path} steps={first}..{replay.last_step}")
+        self._hub.replay_event(t)
+
+    def _end_replay(self, reason: str) -> None:
+        """(world lock held) The agents stay where the replay left them, simulated from there."""
+        replay = self._hub.replay
+        if replay is None:
+            return
+        t = world_time(self._step)
+        for agent in self._agents:
+            if agent.replay_track is not None:
+                self._hold(agent, t)
+                agent.replay_track = None
+        self._hub.replay = None
+        self._log(f"ACRES_FAKE_GAME_REPLAY_STOPPED path={replay.log.path} reason={reason}")
+        self._hub.replay_event(t)
+
+    def _hold(self, agent: _Agent, t: float) -> None:
+        pose = agent.simulator.body_pose(t)
+        agent.simulator.place(HeldMotion(t, (float(pose.position[0]), float(pose.position[1]),
+                                             float(pose.position[2])), pose.rotation))
+
+    def _replay_step(self, step: int, t: float) -> dict[str, dict[str, Any]]:
+        """(world lock held) The logged states of this step, their knots added to the tracks the
+        sensors follow; past the log's end the agents hold its last state."""
+        replay = self._hub.replay
+        if replay is None:
+            return {}
+        logged = replay.by_step.get(step)
+        if logged is None:
+            last = replay.by_step[replay.last_step]
+            if not replay.ended:
+                replay.ended = True
+                for agent in self._agents:
+                    if agent.replay_track is not None:
+                        self._hold(agent, world_time(replay.last_step))
+                self._log(f"ACRES_FAKE_GAME_REPLAY_ENDED path={replay.log.path} step={replay.last_step}")
+                self._hub.replay_event(t)
+            return {name: _standing(state) for name, state in last.items()}
+        for agent in self._agents:
+            state = logged.get(agent.spec.agent)
+            if state is not None and agent.replay_track is not None:
+                agent.replay_track.add(knot_of(state, t))
+        return logged
+
+    def _states(self, step: int, t: float, replayed: dict[str, dict[str, Any]],
+                count: bool = True) -> list[dict[str, Any]]:
+        """Every agent's AgentState after this step: a replayed one as logged; count: add the
+        step's energy to the ledgers (not for a state read again)."""
+        states = []
+        for agent in self._agents:
+            name = agent.spec.agent
+            if name in replayed:
+                states.append(replayed[name])
+                continue
+            simulator = agent.simulator
+            params = VEHICLE_PARAMS[agent.spec.vehicle]
+            kin = simulator.kinematics(t)
+            knot = simulator.track_knot(t, kin)
+            surfaces, fields = wheel_ground(simulator.scene, params, knot)
+            driving = agent.driving
+            model = driving.model if driving is not None and driving.driven else None
+            if model is not None:
+                control, steer = CONTROL_DRIVEN, model.state.steer_rad
+            else:
+                control = CONTROL_PLACED if isinstance(simulator.motion, HeldMotion) else CONTROL_ROUTE
+                speed = knot.speed
+                steer = math.atan(params.wheelbase_m * knot.yaw_rate / speed) if abs(speed) > 0.1 else 0.0
+            if count and step > 0:
+                agent.ledger.add(params, knot.speed, knot.yaw_rate, simulator.grade(knot.x, knot.y, knot.yaw),
+                                 surfaces, 1.0 / PHYSICS_HZ, model)
+            states.append(agent_state(name, kin, knot, steer, surfaces, fields, agent.ledger, control))
+        return states
+
     # -- the loop -----------------------------------------------------------------------------
 
     def _duration_reached(self) -> bool:
@@ -434,13 +626,15 @@ class Session:
         """One physics step for every agent (caller holds the world lock)."""
         step = self._step + 1
         t = world_time(step)
+        replayed = self._replay_step(step, t)
         for agent in self._agents:
-            self._agent_step(agent, step, t)
+            self._agent_step(agent, step, t, agent.spec.agent in replayed)
         self._step = step
+        self._hub.step(step, t, self._states(step, t, replayed))
 
-    def _agent_step(self, agent: _Agent, step: int, t: float) -> None:
+    def _agent_step(self, agent: _Agent, step: int, t: float, replayed: bool) -> None:
         driving = agent.driving
-        if driving is not None:
+        if driving is not None and not replayed:
             with self._state:
                 lockstep = self._paused  # held or stepping: the bridge does not brake a slow client
             driving.step(agent.simulator, t, lockstep)
@@ -491,3 +685,9 @@ class Session:
     def _wait_renders(self) -> None:
         for agent in self._agents:
             agent.renders.wait()
+
+
+def _standing(state: dict[str, Any]) -> dict[str, Any]:
+    """A logged state held after the log's end: where it was, not moving."""
+    zero = {"x": 0.0, "y": 0.0, "z": 0.0}
+    return {**state, "twist": {"linear": zero, "angular": zero}, "speed_mps": 0.0, "yaw_rate_rad_s": 0.0}

@@ -35,6 +35,8 @@ class SessionConfig:
     stats_period_s: float = 30.0
     duration_s: float = 0.0  # world time at which the run ends; 0 = never
     render_workers: int = 0  # 0: one per agent in real time, else two; at most one per core
+    episode_log: str = ""  # record the episode log into this new file from the first step ("" = no)
+    episode_replay: str = ""  # replay this episode log from the start ("" = no)
 
     def __post_init__(self) -> None:
         if not self.agents:

@@ -25,7 +25,7 @@ from acres_sim.stream.timing import column_firing_offsets
 from acres_sim.rotations import matrix_to_quaternion
 
 from acres_sim.fake_game.world.georef import Georeference
-from acres_sim.fake_game.world.motion import DrivenMotion, HeldMotion, Motion, RouteMotion
+from acres_sim.fake_game.world.motion import DriveKnot, DrivenMotion, HeldMotion, Motion, RouteMotion
 from acres_sim.fake_game.world.route import DriveProfile
 from acres_sim.fake_game.world.scene import Scene, default_scene
 from acres_sim.fake_game.simulation.sensors import CameraModel, InsModel, Kinematics, LidarModel, Pose
@@ -154,13 +154,20 @@ class AgentSimulator:
         _z, gx, gy = terrain.at(x, y)
         return gx * math.cos(yaw) + gy * math.sin(yaw)
 
-    def planar_state(self, t: float) -> tuple[float, float, float, float]:
-        """x, y, heading and signed speed along the heading of base_footprint at world time t, in
-        whatever motion it is: where a vehicle model takes over."""
-        kin = self.kinematics(t)
+    def track_knot(self, t: float, kin: Kinematics | None = None) -> DriveKnot:
+        """The planar state at world time t as a track knot: x, y, heading, signed speed and yaw
+        rate. Driven: the vehicle model's knot itself (so that a replay of logged knots draws the
+        same track); otherwise from the motion's kinematics. A vehicle model takes over from it."""
+        motion = self._motion
+        if isinstance(motion, DrivenMotion):
+            knot = motion.knot_at(t)
+            if knot is not None:
+                return knot
+        kin = self.kinematics(t) if kin is None else kin
         rotation = kin.rotation
-        return (float(kin.position[0]), float(kin.position[1]),
-                math.atan2(rotation[1, 0], rotation[0, 0]), float(kin.velocity_body[0]))
+        return DriveKnot(t, float(kin.position[0]), float(kin.position[1]),
+                         math.atan2(rotation[1, 0], rotation[0, 0]), float(kin.velocity_body[0]),
+                         float(kin.angular_rate_body[2]))
 
     def kinematics(self, t: float, dt: float = 1e-3) -> Kinematics:
         """Motion of base_footprint at world time t. Rates from central differences over +-dt of the

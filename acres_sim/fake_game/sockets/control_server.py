@@ -8,11 +8,22 @@
     {"op": "get_state", "agent": A}  -> {"ok": true, "agent": A, "position": [...], ...}
     {"op": "set_state", "agent": A, "position": [x, y, z], "orientation": [x, y, z, w],
      "linear_velocity": [...], "angular_velocity": [...]}  -> the new state, as get_state
+    {"op": "record_start", "path": F} / {"op": "record_stop"}  -> the recording's status / summary
+    {"op": "replay_start", "path": F} / {"op": "replay_stop"}  -> the replay's status
+    {"op": "episode_status"}  -> {"ok": true, "episode_id": ..., "recording": {...}, "replay": {...}}
+    {"op": "watch"}  -> {"ok": true}, then this connection carries events, one JSON object per line:
+        {"event": "episode" | "agents" | "states" | "recording" | "replay", "body": {...}}
+        (body: acres_interfaces Episode, Agents, AgentStates as dicts of their fields; the
+        recording's and the replay's status); every step's states before the step's answer.
     anything else -> {"ok": false, "error": "...", "code": C}; the connection stays open.
 
 Error codes: bad_request (malformed or out-of-range request), not_found (no such agent),
 invalid_pose (a pose that cannot be placed), incorrect_state (a paused_only step while playing),
-ended (the session has ended), failed (anything else).
+file_error (an episode log that cannot be written or read), ended (the session has ended), failed
+(anything else).
+
+A watch connection that falls more than MAX_QUEUED_EVENTS behind is closed (memory stays bounded; it
+may connect again).
 
 Every connection has its own thread; step requests are serialised by the session. A line longer
 than MAX_LINE_BYTES is answered with an error and skipped, so a peer cannot make us buffer more.
@@ -20,12 +31,14 @@ than MAX_LINE_BYTES is answered with an error and skipped, so a peer cannot make
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import socket
 import threading
 from typing import Any
 
+from acres_sim.episode.log_file import EpisodeLogError
 from acres_sim.fake_game.sockets.loopback_server import LoopbackServer
 from acres_sim.net.lines import TOO_LONG, read_lines
 from acres_sim.fake_game.simulation.sinks import LogFn, stdout_log
@@ -33,6 +46,58 @@ from acres_sim.fake_game.simulation.entities import EntityState, InvalidPose, Un
 from acres_sim.fake_game.simulation.session import NotPaused, Session
 
 MAX_LINE_BYTES = 64 * 1024
+MAX_QUEUED_EVENTS = 4096  # 34 s of steps at 120 Hz
+
+
+class _Watcher:
+    """One watch connection: events queued by the simulation, sent by a thread of its own."""
+
+    def __init__(self, conn: socket.socket, log: LogFn):
+        self._conn = conn
+        self._log = log
+        self._queue: collections.deque[bytes] = collections.deque()
+        self._ready = threading.Condition()
+        self._closed = False
+
+    def publish(self, event: str, body: dict[str, Any]) -> None:
+        line = json.dumps({"event": event, "body": body}, separators=(",", ":")).encode() + b"\n"
+        with self._ready:
+            if self._closed:
+                return
+            if len(self._queue) >= MAX_QUEUED_EVENTS:
+                self._log(f"ACRES_FAKE_GAME_WATCH_DROPPED reason=more than {MAX_QUEUED_EVENTS} events behind")
+                self._close_locked()
+                return
+            self._queue.append(line)
+            self._ready.notify()
+
+    def close(self) -> None:
+        with self._ready:
+            self._close_locked()
+
+    def _close_locked(self) -> None:
+        self._closed = True
+        self._queue.clear()
+        self._ready.notify_all()
+        try:
+            self._conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def send_forever(self) -> None:
+        while True:
+            with self._ready:
+                while not self._queue and not self._closed:
+                    self._ready.wait()
+                if self._closed:
+                    return
+                batch = b"".join(self._queue)
+                self._queue.clear()
+            try:
+                self._conn.sendall(batch)
+            except OSError:
+                self.close()
+                return
 
 
 class ControlServer(LoopbackServer):
@@ -64,15 +129,26 @@ class ControlServer(LoopbackServer):
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]
 
     def _serve(self, conn: socket.socket) -> None:
+        watcher: _Watcher | None = None
         try:
             for line in read_lines(conn, self._stop, MAX_LINE_BYTES):
+                if watcher is not None:
+                    continue  # a watch connection only listens; its input is read to see it close
                 if line is TOO_LONG:
                     self._reply(conn, _error("bad_request", f"request longer than {MAX_LINE_BYTES} bytes"))
+                elif _is_watch(line):
+                    self._reply(conn, {"ok": True})
+                    watcher = _Watcher(conn, self._log)
+                    threading.Thread(target=watcher.send_forever, name="control-watch", daemon=True).start()
+                    self._session.watch(watcher)
                 else:
                     self._reply(conn, self.handle(line))
         except OSError:
             return
         finally:
+            if watcher is not None:
+                self._session.unwatch(watcher)
+                watcher.close()
             with self._lock:
                 self._conns.discard(conn)
             conn.close()
@@ -103,6 +179,8 @@ class ControlServer(LoopbackServer):
             return _error("not_found", str(exc))
         except InvalidPose as exc:
             return _error("invalid_pose", str(exc))
+        except EpisodeLogError as exc:
+            return _error("file_error", str(exc))
         except NotPaused as exc:
             return _error("incorrect_state", str(exc))
         except ValueError as exc:
@@ -118,7 +196,7 @@ class ControlServer(LoopbackServer):
         if not isinstance(paused_only, bool):
             raise ValueError(f"paused_only must be true or false, got {paused_only!r}")
         step, time_s = session.step(request.get("steps"), paused_only)
-        return {"step": step, "time_s": time_s}
+        return {"step": step, "time_s": time_s}  # the watchers have this step's states queued
 
     @staticmethod
     def _pause(session: Session, request: dict[str, Any]) -> dict[str, Any]:
@@ -155,6 +233,11 @@ class ControlServer(LoopbackServer):
         "entities": lambda session, request: {"entities": session.agents},
         "get_state": _get_state,
         "set_state": _set_state,
+        "record_start": lambda session, request: session.start_recording(request.get("path")),
+        "record_stop": lambda session, request: session.stop_recording(),
+        "replay_start": lambda session, request: session.start_replay(request.get("path")),
+        "replay_stop": lambda session, request: session.stop_replay(),
+        "episode_status": lambda session, request: session.episode_status(),
     }
 
 
@@ -164,3 +247,11 @@ def _error(code: str, message: str) -> dict[str, Any]:
 
 def _state(state: EntityState) -> dict[str, Any]:
     return dataclasses.asdict(state)
+
+
+def _is_watch(line: bytes) -> bool:
+    try:
+        request = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    return isinstance(request, dict) and request.get("op") == "watch"

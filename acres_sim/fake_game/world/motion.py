@@ -84,6 +84,12 @@ class DrivenMotion:
                 cut = bisect.bisect_left(self._times, knot.t - self.KEEP_S)
                 del self._knots[:cut], self._times[:cut]
 
+    def knot_at(self, t: float) -> DriveKnot | None:
+        """The knot of world time t exactly, if it is the latest."""
+        with self._lock:
+            last = self._knots[-1]
+        return last if last.t == t else None
+
     def shifted(self, dt: float) -> DrivenMotion:
         with self._lock:
             knots = [DriveKnot(k.t + dt, k.x, k.y, k.yaw, k.speed, k.yaw_rate) for k in self._knots]

@@ -285,6 +285,16 @@ class Scene:
     def ground_normal(self, x: float, y: float) -> np.ndarray:
         return np.array([0.0, 0.0, 1.0]) if self.terrain is None else self.terrain.normal(x, y)
 
+    def field_id(self, x: float, y: float) -> int:
+        """The crop field at world (x, y): 1 inside the loop, 2 north of it, 0 elsewhere (the track,
+        grass)."""
+        sd = float(self.route.signed_distance(np.array([x]), np.array([y]))[0])
+        if abs(sd) <= self.road_half_width_m:
+            return 0
+        if sd < -self.road_half_width_m:
+            return 1
+        return 2 if y > self.north_field_y_m and abs(x) < self.north_field_half_x_m else 0
+
     def ground_material(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Material index of the ground at world (x, y), vectorised."""
         sd = self.route.signed_distance(x, y)

@@ -1,0 +1,167 @@
+"""sim_control's episode part: /sim/episode, /sim/agents and /sim/agent_states from the game's
+episode feed, and the acres_interfaces services that record and replay the episode log.
+
+The feed's events are acres_interfaces messages as dicts of their fields; they are encoded to CDR by
+acres_sim.episode (the same codec the game's log is written with) and published as serialized
+messages, so what a subscriber gets equals, byte for byte, what the log holds. Where acres_interfaces
+does not import, sim_control goes on without all of this and says so in one WARN.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from acres_sim.episode.log_file import AGENT_STATES, AGENTS, CODEC, EPISODE, Topic
+from acres_sim.game.control_client import ControlClient, ControlRefused, ControlUnavailable
+from acres_sim.game.episode_feed import EpisodeFeed
+from acres_sim.stream.timing import PHYSICS_HZ
+
+try:
+    from acres_interfaces import msg as acres_msg
+    from acres_interfaces import srv as acres_srv
+except ImportError as exc:  # a workspace without acres_interfaces
+    acres_msg = acres_srv = None
+    IMPORT_ERROR: str | None = str(exc)
+else:
+    IMPORT_ERROR = None
+
+
+def qos(topic: Topic) -> QoSProfile:
+    durability = DurabilityPolicy.TRANSIENT_LOCAL if topic.latched else DurabilityPolicy.VOLATILE
+    return QoSProfile(depth=topic.depth, history=HistoryPolicy.KEEP_LAST,
+                      reliability=ReliabilityPolicy.RELIABLE, durability=durability)
+
+
+class EpisodeServices:
+    """Publishers, the feed and the services; states_delivered(step) is what a lockstep step waits
+    for after the barriers."""
+
+    def __init__(self, node: Node, game: ControlClient, port: int, callback_group: Any):
+        assert acres_msg is not None and acres_srv is not None
+        self._node = node
+        self._game = game
+        self._log = node.get_logger()
+        self._publishers = {
+            EPISODE.name: node.create_publisher(acres_msg.Episode, EPISODE.name, qos(EPISODE)),
+            AGENTS.name: node.create_publisher(acres_msg.Agents, AGENTS.name, qos(AGENTS)),
+            AGENT_STATES.name: node.create_publisher(acres_msg.AgentStates, AGENT_STATES.name,
+                                                     qos(AGENT_STATES)),
+        }
+        self._topics = {"episode": EPISODE, "agents": AGENTS, "states": AGENT_STATES}
+        self._status_lock = threading.Lock()
+        self.episode_id = ""
+        self.replay: dict[str, Any] = {}
+        self._problem = ""
+        for name, kind, handler in (
+                ("start_recording", acres_srv.StartRecording, self._start_recording),
+                ("stop_recording", acres_srv.StopRecording, self._stop_recording),
+                ("start_replay", acres_srv.StartReplay, self._start_replay),
+                ("stop_replay", acres_srv.StopReplay, self._stop_replay),
+                ("get_episode_status", acres_srv.GetEpisodeStatus, self._status)):
+            node.create_service(kind, name, self._answering(handler), callback_group=callback_group)
+        self.feed = EpisodeFeed(port, self._on_event, self._on_problem)
+        self.feed.start()
+
+    def destroy(self) -> None:
+        self.feed.stop()
+
+    def states_delivered(self, step: int, timeout_s: float) -> bool:
+        return self.feed.wait_handled(step, timeout_s)
+
+    def forget_steps(self) -> None:
+        self.feed.forget_steps()
+
+    # -- the feed --------------------------------------------------------------------------------
+
+    def _on_event(self, event: str, body: dict[str, Any]) -> None:
+        topic = self._topics.get(event)
+        if topic is not None:
+            self._publishers[topic.name].publish(CODEC.encode(topic.type, body))
+            if event == "episode":
+                with self._status_lock:
+                    self.episode_id = str(body.get("episode_id", ""))
+                self._log.info(f"episode {self.episode_id}"
+                               + (f" (a replay of {body.get('replay_of')})" if body.get("replay_of") else ""))
+        elif event == "recording":
+            stopped = body.get("stopped")
+            if isinstance(stopped, dict):
+                line = (f"episode log {stopped.get('path')} finished: "
+                        f"{stopped.get('message_count')} messages, "
+                        f"{float(stopped.get('duration_s', 0.0)):.3f} s ({stopped.get('reason')})")
+                if body.get("error"):
+                    self._log.error(f"{line}; error: {body['error']}")
+                else:
+                    self._log.info(line)
+        elif event == "replay":
+            with self._status_lock:
+                self.replay = dict(body)
+            if body.get("ended"):
+                self._log.info(f"the replay of {body.get('path')} ended at world time {body.get('end_s')} s: "
+                               "the agents hold their last logged state")
+
+    def _on_problem(self, text: str) -> None:
+        if text != self._problem:
+            self._problem = text
+            self._log.warning(text)
+
+    # -- services --------------------------------------------------------------------------------
+
+    def _answering(self, handler: Any) -> Any:
+        def call(request: Any, response: Any) -> Any:
+            try:
+                handler(request, response)
+                response.success = True
+            except (ControlUnavailable, ControlRefused) as exc:
+                response.success = False
+                response.message = str(exc)
+                self._log.error(f"{handler.__name__.lstrip('_')}: {exc}")
+            return response
+        return call
+
+    def _start_recording(self, request: Any, response: Any) -> None:
+        if not request.path:
+            raise ControlRefused("bad_request", "path is empty: give the file to write")
+        status = self._game.record_start(request.path)
+        response.message = f"recording into {status.get('path')}"
+        self._log.info(response.message)
+
+    def _stop_recording(self, request: Any, response: Any) -> None:
+        summary = self._game.record_stop()
+        response.path = str(summary.get("path", ""))
+        response.message_count = int(summary.get("message_count", 0))
+        response.duration_s = float(summary.get("duration_s", 0.0))
+        response.message = f"{response.path}: {response.message_count} messages, {response.duration_s:.3f} s"
+
+    def _start_replay(self, request: Any, response: Any) -> None:
+        if not request.path:
+            raise ControlRefused("bad_request", "path is empty: give the episode log to replay")
+        status = self._game.replay_start(request.path)
+        response.start_s = float(status.get("start_s", 0.0))
+        response.end_s = float(status.get("end_s", 0.0))
+        response.steps = max(0, round((response.end_s - response.start_s) * PHYSICS_HZ))
+        response.message = (f"replaying {status.get('path')} "
+                            f"({response.start_s:.3f} .. {response.end_s:.3f} s)")
+        self._log.info(response.message)
+
+    def _stop_replay(self, request: Any, response: Any) -> None:
+        self._game.replay_stop()
+        response.message = "replay stopped: the agents are simulated from where they are"
+
+    def _status(self, request: Any, response: Any) -> None:
+        status = self._game.episode_status()
+        recording, replay = status.get("recording", {}), status.get("replay", {})
+        response.episode_id = str(status.get("episode_id", ""))
+        response.recording = bool(recording.get("recording"))
+        response.record_path = str(recording.get("path", ""))
+        response.record_message_count = int(recording.get("message_count", 0))
+        response.record_duration_s = float(recording.get("duration_s", 0.0))
+        response.replaying = bool(replay.get("replaying"))
+        response.replay_path = str(replay.get("path", ""))
+        response.replay_start_s = float(replay.get("start_s", 0.0))
+        response.replay_end_s = float(replay.get("end_s", 0.0))
+        response.replay_time_s = float(replay.get("time_s", 0.0))
+        response.replay_ended = bool(replay.get("ended"))
