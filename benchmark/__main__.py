@@ -26,6 +26,8 @@ Measurements (names for --only):
             stepping without commands; one and two agents
   fakegame  fake_game's CPU for one Polaris in real time with full rendering, and the time from a
             first client's connect to its first 1 s of frames at full rate
+  episode   fake_game with two agents in lockstep on its control channel: simulating, recording the
+            episode log, replaying it, in turns: CPU per physics step, steps/s, log bytes per minute
   remote    a reliable and a best-effort subscriber on a second host (a network namespace joined
             by a 1 Gbit/s veth; needs root) beside the same pair on the bridge's host: the share
             of the local subscriber's messages each gets, and latencies, with the remote host's
@@ -55,12 +57,13 @@ from benchmark.measure import (
 )
 from benchmark.measure_control import AGENT_SETS, measure_sim_control
 from benchmark.measure_driving import measure_acting_learner, measure_command_latency
+from benchmark.measure_episode import measure_episode
 from benchmark.report import machine, print_report
 from benchmark.verdicts import verdicts
 from harness.workload import polaris_period
 
 MEASUREMENTS = ("raw", "ingest", "convert", "polaris", "agents4", "lockstep", "simcontrol", "driving",
-                "fakegame", "remote")
+                "fakegame", "episode", "remote")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                      **{f"learner_{n}": measure_acting_learner(args.lockstep_requests, AGENT_SETS[n])
                         for n in (1, 2)}},
                  "fakegame": lambda: measure_fake_game(args.seconds),
+                 "episode": lambda: measure_episode(tmp, args.lockstep_requests),
                  "remote": lambda: measure_remote_both(args.seconds, tmp)}
         for name in MEASUREMENTS:
             if name in only and name in steps:

@@ -93,6 +93,19 @@ def print_report(r: dict[str, Any]) -> None:
                           "acting / watching",
                           f"{d['acting_steps_per_s']:.0f} / {d['watching_steps_per_s']:.0f} steps/s "
                           f"(answer p50 {d['acting_answer_ms_p50']:.1f} ms)")
+    if "episode" in r:
+        e = r["episode"]
+        t = Table(title=f"The episode log: fake_game, {e['agents']} agents, lockstep, "
+                        f"{e['requests']} x 12 steps")
+        for col in ("", "CPU ms / step", "steps/s"):
+            t.add_column(col, justify="right" if col else "left")
+        for kind in ("simulate", "record", "replay"):
+            t.add_row(kind, f"{e['cpu_ms_per_step'][kind]:.3f}", f"{e['steps_per_s'][kind]:.0f}")
+        console.print(t)
+        console.print(f"recording costs {e['record_extra_cpu_ms_per_step']:.3f} ms of CPU per physics step "
+                      f"(median of the rounds' differences); the log grows "
+                      f"{e['bytes_per_simulated_minute'] / 2**20:.2f} MiB per simulated minute "
+                      f"({e['bytes_per_step']:.0f} bytes per step)")
     if "fakegame" in r:
         g = r["fakegame"]
         facts.add_row("fake_game full rendering CPU", f"{g['cpu_pct']:.0f} % of a core")

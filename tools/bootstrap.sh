@@ -83,6 +83,7 @@ write_env_file() {
   cat > "$ENV_FILE" <<EOS
 # Written by tools/bootstrap.sh: the self-installed ROS 2 ${DISTRO^} environment ($PY_TAG).
 export ACRES_ENV_NAME="venv-$DISTRO"
+export ACRES_ROS_DISTRO="$DISTRO"  # what ROS_DISTRO says in a sourced ROS 2 installation
 source "$VENV/bin/activate"
 export AMENT_PREFIX_PATH="$VENV\${AMENT_PREFIX_PATH:+:\$AMENT_PREFIX_PATH}"
 export RMW_IMPLEMENTATION="\${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"

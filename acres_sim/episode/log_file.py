@@ -53,7 +53,7 @@ class EpisodeLogError(Exception):
 
 def ros_distro() -> str:
     """The distribution whose .msg texts the schemas carry (comments differ between them)."""
-    distro = os.environ.get("ROS_DISTRO", "")
+    distro = os.environ.get("ROS_DISTRO") or os.environ.get("ACRES_ROS_DISTRO", "")
     return distro if distro in definitions.DISTROS else definitions.DISTROS[0]
 
 
@@ -164,10 +164,13 @@ class EpisodeWriter:
         self._closed = True
         try:
             self._writer.finish()
-        except OSError as exc:
-            raise EpisodeLogError(f"finishing the episode log {self.path} failed: {_why(exc)}") from None
-        finally:
             self._file.close()
+        except OSError as exc:
+            try:
+                self._file.close()  # what it still holds cannot be written either
+            except OSError:
+                pass
+            raise EpisodeLogError(f"finishing the episode log {self.path} failed: {_why(exc)}") from None
 
     def _abandon(self) -> None:
         self._closed = True

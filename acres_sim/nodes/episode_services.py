@@ -139,6 +139,7 @@ class EpisodeServices:
     def _start_replay(self, request: Any, response: Any) -> None:
         if not request.path:
             raise ControlRefused("bad_request", "path is empty: give the episode log to replay")
+        self.feed.forget_steps()  # the world goes back to the log's first step
         status = self._game.replay_start(request.path)
         response.start_s = float(status.get("start_s", 0.0))
         response.end_s = float(status.get("end_s", 0.0))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -20,6 +21,7 @@ from acres_sim.game.control_client import ControlClient, ControlRefused
 from acres_sim.game.episode_feed import EpisodeFeed
 from acres_sim.game.vehicle_client import VehicleClient, VehicleCommand
 from acres_sim.stream.protocol import FrameType
+from harness.processes import Proc
 
 AGENTS = ("polaris", "maxxum")
 
@@ -88,8 +90,9 @@ def _drive_and_record(tmp_path: Path, log: str, replay: str | None, steps: int, 
         for request in range(requests):
             if vehicle is not None:
                 stamp = request * steps / 120.0
-                assert vehicle.send(VehicleCommand(stamp_s=stamp, steer_request_rad=0.3 * (-1) ** (request // 4),
-                                                   throttle=0.5, brake=0.0, gear="drive"))
+                steer = 0.3 * (-1) ** (request // 4)
+                assert vehicle.send(VehicleCommand(stamp_s=stamp, steer_request_rad=steer, throttle=0.5,
+                                                   brake=0.0, gear="drive"))
                 time.sleep(0.1)  # read by the bridge before the step (nothing else moves in lockstep)
             control.step(steps)
         status = control.episode_status()
@@ -275,3 +278,27 @@ def test_a_game_killed_while_recording_leaves_its_closed_chunks_readable(tmp_pat
     assert sum(len(d) for *_, d in read) > 2 * 0.9 * (1 << 20)
     with pytest.raises(EpisodeLogError, match="truncated"):
         read_episode(path)
+
+
+def test_a_full_disk_ends_the_recording_with_an_error_and_the_game_goes_on(tmp_path):
+    """The file size limit of the process (RLIMIT_FSIZE) stands in for a full disk: the first chunk
+    cannot be written."""
+    path = tmp_path / "full.mcap"
+    script = ("import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+              "resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000)); "
+              "from acres_sim.fake_game.cli import main; sys.exit(main(sys.argv[1:]))")
+    proc = Proc([sys.executable, "-c", script, "--lockstep", "--control-port", "0", "--port", "0",
+                 "--cached", "--flat-ground", "--episode-log", str(path)], dict(os.environ), "fake_game")
+    try:
+        line = proc.wait_line(lambda text: text.startswith("ACRES_SIM_CONTROL_LISTENING"), 60)
+        control = ControlClient(int(line.rsplit("=", 1)[1]), timeout_s=120.0)
+        for _ in range(8):
+            control.step(1000)
+            if not control.episode_status()["recording"]["recording"]:
+                break
+        failed = proc.wait_line(lambda text: text.startswith("ACRES_FAKE_GAME_RECORDING_FAILED"), 10)
+        assert str(path) in failed and "File too large" in failed
+        assert control.step(12).step > 1000  # the game goes on
+        control.close()
+    finally:
+        assert proc.stop() == 0, proc.output()[-2000:]

@@ -125,6 +125,12 @@ class _Agent:
         self.lidar = SensorSchedule(hello.lidar.hz) if hello.lidar.enabled else None
         self.camera = SensorSchedule(hello.camera.hz) if camera_on else None
 
+    def skip_epochs(self, step: int) -> None:
+        """The epochs due up to this step are past: the world starts there."""
+        for schedule in (self.ins, self.lidar, self.camera):
+            if schedule is not None:
+                schedule.due(step)
+
 
 class Session:
     """All agents of one fake-game run: streams, simulation loop, lockstep requests.
@@ -330,6 +336,7 @@ class Session:
                     if agent.driving is not None:
                         agent.driving.follow_shifted_track(agent.simulator.motion)
                 agent.restart_schedules(self._camera_on(agent.hello))
+                agent.skip_epochs(to_step)  # a replay from a later step: no burst of past epochs
         if scope == "state":
             now = world_time(self._step)
             for agent in self._agents:
