@@ -1,4 +1,4 @@
-"""Episodes from ROS 2 over real processes (ROS_DOMAIN_ID 128): a two-agent lockstep session driven
+"""Episodes from ROS 2 over real processes (ROS_DOMAIN_ID 128, 129): a two-agent lockstep session driven
 through each agent's vehicle_bridge, recorded through sim_control's services, read back by rosbags
 (an independent rosbag2 reader and CDR decoder) with every agent state equal to what
 /sim/agent_states delivered and to ground_truth/odom at the same stamps, then replayed with the same
@@ -8,6 +8,7 @@ with pytest -s."""
 from __future__ import annotations
 
 import math
+import sys
 import time
 
 import pytest
@@ -175,3 +176,41 @@ def test_the_services_say_what_is_wrong_and_the_session_goes_on(session, tmp_pat
     answer = _call(s, "start_replay", path=str(tmp_path / "text.mcap"))
     assert not answer.success and "not an MCAP file" in answer.message
     s.step(12)  # the session goes on
+
+
+# sim_control as a user without acres_interfaces runs it: the import fails as it would there.
+WITHOUT_ACRES_INTERFACES = ("import sys; sys.modules['acres_interfaces'] = None; "
+                            "from acres_sim.nodes.sim_control import main; sys.exit(main())")
+
+
+def test_without_acres_interfaces_sim_control_steps_and_one_warn_says_so():
+    from simulation_interfaces import srv
+    from simulation_interfaces.msg import Result
+    from support.bridge import Graph, Process, free_port, ros_env, start_bridge, start_fake_game
+
+    domain = DOMAIN + 1
+    port, control = free_port(), free_port()
+    game = start_fake_game(["--port", str(port), "--lockstep", "--control-port", str(control), "--cached"],
+                           domain)
+    game.wait_for(f"ACRES_SIM_CONTROL_LISTENING port={control}", 60)
+    bridge = start_bridge(port, domain, namespace="/polaris")
+    node = Process([sys.executable, "-c", WITHOUT_ACRES_INTERFACES, "--ros-args", "-p",
+                    f"control_port:={control}", "-p", "barrier_timeout_s:=30.0"],
+                   ros_env(domain), "sim_control without acres_interfaces")
+    graph = Graph(domain)
+    try:
+        client = graph.node.create_client(srv.StepSimulation, "/step_simulation")
+        graph.spin_until(client.service_is_ready, 60, "step_simulation")
+        answer = call_service(graph, client, 60.0, steps=12)
+        assert answer.result.result == Result.RESULT_OK, answer.result.error_message
+        services = {name for name, _ in graph.node.get_service_names_and_types()}
+        topics = {name for name, _ in graph.node.get_topic_names_and_types()}
+        assert "/start_recording" not in services and "/sim/agent_states" not in topics
+    finally:
+        graph.close()
+        code = node.stop()
+        bridge.stop()
+        game.stop()
+    log = node.output()
+    assert code == 0
+    assert log.count("acres_interfaces does not import") == 1
