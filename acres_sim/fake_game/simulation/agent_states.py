@@ -50,10 +50,8 @@ def wheel_points(params: VehicleParams, knot: DriveKnot) -> tuple[np.ndarray, np
 
 def wheel_ground(scene: Scene, params: VehicleParams, knot: DriveKnot) -> tuple[list[int], list[int]]:
     """Surface class and crop field id under each wheel."""
-    x, y = wheel_points(params, knot)
-    materials = scene.ground_material(x, y)
-    surfaces = [_SURFACE_OF_MATERIAL.get(int(m), SURFACE_UNKNOWN) for m in materials]
-    return surfaces, [scene.field_id(float(a), float(b)) for a, b in zip(x, y)]
+    materials, fields = scene.ground_cells(*wheel_points(params, knot))
+    return [_SURFACE_OF_MATERIAL.get(int(m), SURFACE_UNKNOWN) for m in materials], [int(f) for f in fields]
 
 
 class EnergyLedger:

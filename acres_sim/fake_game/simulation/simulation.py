@@ -64,6 +64,7 @@ class AgentSimulator:
             self.georef = None
         self._ins = self._new_ins()
         self._motion: Motion = RouteMotion()
+        self._kinematics: tuple[Motion, tuple, Kinematics] | None = None  # the last one, by its key
         self._lidar = LidarModel(hello.lidar, _elevations(hello)) if hello.lidar.enabled else None
         self._camera: CameraModel | None = None
         self._camera_lock = threading.Lock()
@@ -171,8 +172,18 @@ class AgentSimulator:
 
     def kinematics(self, t: float, dt: float = 1e-3) -> Kinematics:
         """Motion of base_footprint at world time t. Rates from central differences over +-dt of the
-        exact pose (errors of order dt^2: micrometres per second); at a stand they are exactly 0."""
+        exact pose (errors of order dt^2: micrometres per second); at a stand they are exactly 0.
+        The last result is kept: a step's INS epoch and its agent state ask for the same one."""
         motion = self._motion  # one motion for all three samples
+        version = motion.latest_s if isinstance(motion, DrivenMotion) else None
+        cached = self._kinematics
+        if cached is not None and cached[0] is motion and cached[1] == (t, dt, version):
+            return cached[2]
+        kin = self._kinematics_of(motion, t, dt)
+        self._kinematics = (motion, (t, dt, version), kin)
+        return kin
+
+    def _kinematics_of(self, motion: Motion, t: float, dt: float) -> Kinematics:
         p0, r0 = self._pose(t, motion)
         p1, r1 = self._pose(t + dt, motion)
         pm, rm = self._pose(t - dt, motion)

@@ -84,6 +84,12 @@ class DrivenMotion:
                 cut = bisect.bisect_left(self._times, knot.t - self.KEEP_S)
                 del self._knots[:cut], self._times[:cut]
 
+    @property
+    def latest_s(self) -> float:
+        """The time of the latest knot: the curve before it changes when a knot is added."""
+        with self._lock:
+            return self._times[-1]
+
     def knot_at(self, t: float) -> DriveKnot | None:
         """The knot of world time t exactly, if it is the latest."""
         with self._lock:

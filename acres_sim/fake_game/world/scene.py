@@ -285,19 +285,20 @@ class Scene:
     def ground_normal(self, x: float, y: float) -> np.ndarray:
         return np.array([0.0, 0.0, 1.0]) if self.terrain is None else self.terrain.normal(x, y)
 
-    def field_id(self, x: float, y: float) -> int:
-        """The crop field at world (x, y): 1 inside the loop, 2 north of it, 0 elsewhere (the track,
-        grass)."""
-        sd = float(self.route.signed_distance(np.array([x]), np.array([y]))[0])
-        if abs(sd) <= self.road_half_width_m:
-            return 0
-        if sd < -self.road_half_width_m:
-            return 1
-        return 2 if y > self.north_field_y_m and abs(x) < self.north_field_half_x_m else 0
-
-    def ground_material(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Material index of the ground at world (x, y), vectorised."""
+    def ground_cells(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Material index and crop field id of the ground at world (x, y), vectorised: field 1
+        inside the loop, 2 north of it, 0 elsewhere (the track, grass)."""
         sd = self.route.signed_distance(x, y)
+        on_track = np.abs(sd) <= self.road_half_width_m
+        north = (y > self.north_field_y_m) & (np.abs(x) < self.north_field_half_x_m)
+        fields = np.where(sd < -self.road_half_width_m, 1, np.where(north, 2, 0))
+        fields[on_track] = 0
+        return self.ground_material(x, y, sd), fields
+
+    def ground_material(self, x: np.ndarray, y: np.ndarray, sd: np.ndarray | None = None) -> np.ndarray:
+        """Material index of the ground at world (x, y), vectorised (sd: the route's signed distance
+        there, if known; it is changed in place)."""
+        sd = self.route.signed_distance(x, y) if sd is None else sd
         f = sd.dtype.type
         u = x * f(1.0 / self.row_spacing_m)
         u -= np.floor(u)  # the phase across the rows
