@@ -302,3 +302,22 @@ def test_a_full_disk_ends_the_recording_with_an_error_and_the_game_goes_on(tmp_p
         control.close()
     finally:
         assert proc.stop() == 0, proc.output()[-2000:]
+
+
+def test_a_reset_all_starts_a_new_episode_and_a_reset_of_time_finishes_the_log(watched_game, tmp_path):
+    game, control, events, _feed = watched_game()
+    first = events.of("episode")[-1]["episode_id"]
+    path = str(tmp_path / "until_reset.mcap")
+    control.record_start(path)
+    control.step(24)
+    control.reset("state")  # the clock goes on: the log too
+    control.step(12)
+    assert control.episode_status()["recording"]["recording"]
+    control.reset("all")  # the clock goes back: the file is finished first
+    events.wait(lambda e: e.of("episode")[-1]["episode_id"] != first)
+    assert not control.episode_status()["recording"]["recording"]
+    game.wait_line(r"^ACRES_FAKE_GAME_RECORDED path=.*until_reset.mcap messages=76 .* reason=reset all$")
+    log = read_episode(path)  # complete, with its summary
+    assert [s.step for s in log.steps] == list(range(0, 37)) and log.episode["episode_id"] == first
+    stopped = [r["stopped"] for r in events.of("recording") if "stopped" in r]
+    assert stopped[-1]["reason"] == "reset all" and stopped[-1]["message_count"] == 76
