@@ -119,6 +119,10 @@ class EpisodeServices:
                 response.success = False
                 response.message = str(exc)
                 self._log.error(f"{handler.__name__.lstrip('_')}: {exc}")
+            except Exception as exc:  # noqa: BLE001 -- e.g. a malformed answer: say so, keep serving
+                response.success = False
+                response.message = f"{type(exc).__name__}: {exc}"
+                self._log.error(f"{handler.__name__.lstrip('_')}: {response.message}")
             return response
         return call
 
