@@ -9,7 +9,6 @@ does not import, sim_control goes on without all of this and says so in one WARN
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from rclpy.node import Node
@@ -52,9 +51,6 @@ class EpisodeServices:
                                                      qos(AGENT_STATES)),
         }
         self._topics = {"episode": EPISODE, "agents": AGENTS, "states": AGENT_STATES}
-        self._status_lock = threading.Lock()
-        self.episode_id = ""
-        self.replay: dict[str, Any] = {}
         self._problem = ""
         for name, kind, handler in (
                 ("start_recording", acres_srv.StartRecording, self._start_recording),
@@ -82,9 +78,7 @@ class EpisodeServices:
         if topic is not None:
             self._publishers[topic.name].publish(CODEC.encode(topic.type, body))
             if event == "episode":
-                with self._status_lock:
-                    self.episode_id = str(body.get("episode_id", ""))
-                self._log.info(f"episode {self.episode_id}"
+                self._log.info(f"episode {body.get('episode_id', '')}"
                                + (f" (a replay of {body.get('replay_of')})" if body.get("replay_of") else ""))
         elif event == "recording":
             stopped = body.get("stopped")
@@ -97,8 +91,6 @@ class EpisodeServices:
                 else:
                     self._log.info(line)
         elif event == "replay":
-            with self._status_lock:
-                self.replay = dict(body)
             if body.get("ended"):
                 self._log.info(f"the replay of {body.get('path')} ended at world time {body.get('end_s')} s: "
                                "the agents hold their last logged state")

@@ -40,6 +40,11 @@ def header(t: float) -> dict[str, Any]:
     return {"stamp": stamp_of(t), "frame_id": ""}
 
 
+def agent_states(step: int, t: float, states: list[dict[str, Any]]) -> dict[str, Any]:
+    """The AgentStates message of one world step."""
+    return {"header": header(t), "step": step, "agents": states}
+
+
 @dataclass
 class Replay:
     """An episode log being replayed: the logged states by world step."""
@@ -92,7 +97,7 @@ class EpisodeHub:
 
     def step(self, step: int, t: float, states: list[dict[str, Any]]) -> None:
         """Every physics step (the session's world lock held)."""
-        message = {"header": header(t), "step": step, "agents": states}
+        message = agent_states(step, t, states)
         self.latest = message
         writer = self._writer
         if writer is not None:

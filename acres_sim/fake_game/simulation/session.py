@@ -64,7 +64,7 @@ from acres_sim.fake_game.simulation.entities import (
     finite_vector,
     float_triple,
 )
-from acres_sim.fake_game.simulation.episode_hub import EpisodeHub, EpisodeListener, Replay, header
+from acres_sim.fake_game.simulation.episode_hub import EpisodeHub, EpisodeListener, Replay, agent_states
 from acres_sim.fake_game.simulation.render_pool import AgentRenders, RenderPool
 from acres_sim.fake_game.simulation.session_config import AgentSpec, SessionConfig
 from acres_sim.fake_game.simulation.sinks import (
@@ -220,7 +220,7 @@ class Session:
         hub = self._hub
         hub.set_agents([self._agent_info(a) for a in self._agents], 0.0)
         hub.new_episode(0.0)
-        hub.latest = {"header": header(0.0), "step": 0, "agents": self._states(0, 0.0, {}, count=False)}
+        hub.latest = agent_states(0, 0.0, self._states(0, 0.0, {}, count=False))
         if cfg.episode_replay:
             self._begin_replay(self._load_replay(cfg.episode_replay))
         if cfg.episode_log:
@@ -346,8 +346,7 @@ class Session:
         now = world_time(self._step)
         if scope == "all":
             hub.new_episode(now, replay_of)
-        hub.latest = {"header": header(now), "step": self._step,
-                      "agents": self._states(self._step, now, {}, count=False)}
+        hub.latest = agent_states(self._step, now, self._states(self._step, now, {}, count=False))
         # The Vehicle Bridges hear of it before the answer: the state now, then a barrier.
         for agent in self._agents:
             driving = agent.driving
@@ -454,8 +453,7 @@ class Session:
         self._hub.remove_listener(listener)
 
     def start_recording(self, path: Any) -> dict[str, Any]:
-        if not isinstance(path, str) or not path:
-            raise ValueError(f"path must be a file name, got {path!r}")
+        path = _file_name(path)
         with self._between_steps():
             return self._hub.start_recording(path, world_time(self._step))
 
@@ -467,9 +465,7 @@ class Session:
         """Replay an episode log from its first step: the world goes to that step as at a fresh
         start there (sensor epochs and the INS error process from time 0, as a reset ALL), the
         logged agents follow their states step by step. Refused for agents this session lacks."""
-        if not isinstance(path, str) or not path:
-            raise ValueError(f"path must be a file name, got {path!r}")
-        log = self._load_replay(path)  # read before holding the world: it takes a moment
+        log = self._load_replay(_file_name(path))  # read before holding the world: it takes a moment
         with self._between_steps():
             self._begin_replay(log)
             return self._hub.replay_status(world_time(self._step))
@@ -498,8 +494,6 @@ class Session:
     def _begin_replay(self, replay: Replay) -> None:
         """(world lock held) The world at the log's first step, the logged agents on its states."""
         first = replay.first_step
-        if self._hub.recording and first < self._step:
-            self._hub.stop_recording("the replay took the world clock back")
         self._reset_locked("all", to_step=first, replay_of=str(replay.log.path))
         t = world_time(first)
         states = replay.by_step[first]
@@ -509,7 +503,7 @@ class Session:
                 agent.replay_track = DrivenMotion(knot_of(state, t))
                 agent.simulator.place(agent.replay_track)
         self._hub.replay = replay
-        self._hub.latest = {"header": header(t), "step": first, "agents": self._states(first, t, states)}
+        self._hub.latest = agent_states(first, t, self._states(first, t, states))
         self._log(f"ACRES_FAKE_GAME_REPLAY path={replay.log.path} steps={first}..{replay.last_step}")
         self._hub.replay_event(t)
 
@@ -692,6 +686,12 @@ class Session:
     def _wait_renders(self) -> None:
         for agent in self._agents:
             agent.renders.wait()
+
+
+def _file_name(path: Any) -> str:
+    if not isinstance(path, str) or not path:
+        raise ValueError(f"path must be a file name, got {path!r}")
+    return path
 
 
 def _standing(state: dict[str, Any]) -> dict[str, Any]:
