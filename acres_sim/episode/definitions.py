@@ -82,15 +82,15 @@ TEXTS = {'acres_interfaces/msg/AgentInfo': '# One agent of the session (the vehi
                                 'std_msgs/Header header\n'
                                 'AgentInfo[] agents\n',
  'acres_interfaces/msg/Conditions': "# The world's conditions (topic /sim/conditions, transient "
-                                    'local).\n'
+                                    'local); the defaults: a clear day.\n'
                                     '\n'
                                     '# stamp: world time they took effect; frame_id: empty.\n'
                                     'std_msgs/Header header\n'
                                     '# Sun elevation above the horizon, deg, -90..90 (below 0: '
                                     'night).\n'
-                                    'float32 sun_elevation_deg\n'
+                                    'float32 sun_elevation_deg 50.0\n'
                                     '# Sun azimuth, deg clockwise from north, 0..360.\n'
-                                    'float32 sun_azimuth_deg\n'
+                                    'float32 sun_azimuth_deg 135.0\n'
                                     '# Ground wetness, 0 dry .. 1 soaked.\n'
                                     'float32 wetness\n'
                                     '# Dust in the air, 0 clear .. 1 opaque.\n'
@@ -229,10 +229,11 @@ TEXTS = {'acres_interfaces/msg/AgentInfo': '# One agent of the session (the vehi
                                     'string detail\n',
  'acres_interfaces/msg/VehicleShift': "# Offsets on one agent's sensor mounts and actuators: a "
                                       'vehicle drifted from its calibration.\n'
-                                      '# The sensor part moves the mounts the scans and images are '
-                                      'taken from (FLU of the calibrated\n'
-                                      "# mount); the stream's Hello and /tf_static keep the "
-                                      'calibrated mounts.\n'
+                                      '# The sensor part is added to the mounts the scans and '
+                                      "images are taken from: to the mount's\n"
+                                      '# position (base FLU, m) and to its roll / pitch / yaw '
+                                      "(deg); the stream's Hello and /tf_static\n"
+                                      '# keep the calibrated mounts.\n'
                                       '\n'
                                       'string agent\n'
                                       '# Camera mount: position offset, m, and roll / pitch / yaw '
@@ -248,10 +249,10 @@ TEXTS = {'acres_interfaces/msg/AgentInfo': '# One agent of the session (the vehi
                                       'float64 steering_offset_rad\n'
                                       '# Factor on the drive force at a given throttle (1 = as '
                                       'calibrated).\n'
-                                      'float64 throttle_gain\n'
+                                      'float64 throttle_gain 1.0\n'
                                       '# Factor on the brake force at a given pedal (1 = as '
                                       'calibrated).\n'
-                                      'float64 brake_gain\n',
+                                      'float64 brake_gain 1.0\n',
  'acres_interfaces/msg/VehicleShifts': "# Every agent's current shift (topic /sim/shifts, "
                                        'transient local).\n'
                                        '\n'
@@ -259,6 +260,29 @@ TEXTS = {'acres_interfaces/msg/AgentInfo': '# One agent of the session (the vehi
                                        'empty.\n'
                                        'std_msgs/Header header\n'
                                        'VehicleShift[] shifts\n',
+ 'acres_interfaces/msg/WorldObject': '# An object spawned into the world (spawn_entity) and '
+                                     'standing on the ground.\n'
+                                     '\n'
+                                     '# Its entity name (unique among the agents and the '
+                                     'objects).\n'
+                                     'string name\n'
+                                     '# The catalogue entry it was spawned from (a uri '
+                                     'get_spawnables lists).\n'
+                                     'string uri\n'
+                                     '# The centre of its footprint on the ground, world frame '
+                                     '(grid ENU), m; the orientation is its\n'
+                                     '# heading, a rotation about the vertical.\n'
+                                     'geometry_msgs/Pose pose\n'
+                                     '# Its size along its own x (forward), y (left) and z (up), '
+                                     'm.\n'
+                                     'geometry_msgs/Vector3 size_m\n',
+ 'acres_interfaces/msg/WorldObjects': '# Every spawned object (topic /sim/objects, transient '
+                                      'local).\n'
+                                      '\n'
+                                      '# stamp: world time of the latest change; frame_id: the '
+                                      'world frame.\n'
+                                      'std_msgs/Header header\n'
+                                      'WorldObject[] objects\n',
  'geometry_msgs/msg/Point': '# This contains the position of a point in free space\n'
                             'float64 x\n'
                             'float64 y\n'
@@ -344,6 +368,8 @@ HASHES = {'acres_interfaces/msg/AgentInfo': 'RIHS01_13b9231a758c3d0e1e8a50629826
  'acres_interfaces/msg/TaskStatus': 'RIHS01_c69f2a97e0d8a4a49cc24c3ea4c7237a3ca5bac96230d7ba57644113daed6888',
  'acres_interfaces/msg/VehicleShift': 'RIHS01_ab9ccde81370a4c6bf3ef00c8cb83b8b1deefac464675c30408ea083e9e13bcf',
  'acres_interfaces/msg/VehicleShifts': 'RIHS01_f0883bddb7850fd2d21ab39db1c8754d22188895aaf2fbf638de71fb4ef6d06d',
+ 'acres_interfaces/msg/WorldObject': 'RIHS01_ab60e04d9fef41f74e2192d5331b0ba1d3d853559b3271dc751dbe9c0cf1363f',
+ 'acres_interfaces/msg/WorldObjects': 'RIHS01_bacb74b6028e4847d97759779ce1b54f6807e0ae191d5dc15ca4773d789e7eb8',
  'builtin_interfaces/msg/Time': 'RIHS01_b106235e25a4c5ed35098aa0a61a3ee9c9b18d197f398b0e4206cea9acf9c197',
  'geometry_msgs/msg/Point': 'RIHS01_6963084842a9b04494d6b2941d11444708d892da2f4b09843b9c43f42a7f6881',
  'geometry_msgs/msg/Pose': 'RIHS01_d501954e9476cea2996984e812054b68026ae0bfae789d9a10b23daf35cc90fa',

@@ -31,20 +31,28 @@ _INFINITE = "    sec: 9223372036\n    nsec: 854775807"
 
 @dataclass(frozen=True)
 class Topic:
-    """A topic of the log and the QoS the ROS side publishes it with (reliable, keep last)."""
+    """A topic of the log, the QoS the ROS side publishes it with (reliable, keep last) and the name
+    of the game's event that carries it."""
 
     name: str
     type: str  # 'pkg/msg/Type'
     latched: bool  # transient local (else volatile)
     depth: int
+    event: str
 
 
 # What the log carries, in registration order.
-EPISODE = Topic(topics.SIM_EPISODE, "acres_interfaces/msg/Episode", True, 1)
-AGENTS = Topic(topics.SIM_AGENTS, "acres_interfaces/msg/Agents", True, 1)
-AGENT_STATES = Topic(topics.SIM_AGENT_STATES, "acres_interfaces/msg/AgentStates", False, 120)  # 1 s
-CLOCK = Topic(topics.CLOCK, "rosgraph_msgs/msg/Clock", False, 10)
-TOPICS = (EPISODE, AGENTS, AGENT_STATES, CLOCK)
+EPISODE = Topic(topics.SIM_EPISODE, "acres_interfaces/msg/Episode", True, 1, "episode")
+AGENTS = Topic(topics.SIM_AGENTS, "acres_interfaces/msg/Agents", True, 1, "agents")
+AGENT_STATES = Topic(topics.SIM_AGENT_STATES, "acres_interfaces/msg/AgentStates", False, 120, "states")  # 1 s
+CLOCK = Topic(topics.CLOCK, "rosgraph_msgs/msg/Clock", False, 10, "clock")
+OBJECTS = Topic(topics.SIM_OBJECTS, "acres_interfaces/msg/WorldObjects", True, 1, "objects")
+SHIFTS = Topic(topics.SIM_SHIFTS, "acres_interfaces/msg/VehicleShifts", True, 1, "shifts")
+CONDITIONS = Topic(topics.SIM_CONDITIONS, "acres_interfaces/msg/Conditions", True, 1, "conditions")
+FARM_EVENTS = Topic(topics.SIM_FARM_EVENTS, "acres_interfaces/msg/FarmEvents", False, 120, "farm_events")
+FARM_STAMPS = Topic(topics.SIM_FARM_STAMPS, "acres_interfaces/msg/FarmStamps", False, 120, "farm_stamps")
+TOPICS = (EPISODE, AGENTS, AGENT_STATES, CLOCK, OBJECTS, SHIFTS, CONDITIONS, FARM_EVENTS, FARM_STAMPS)
+WORLD = (OBJECTS, SHIFTS, CONDITIONS)  # how the world was varied: a replay applies them in time
 
 
 class EpisodeLogError(Exception):
@@ -195,6 +203,7 @@ class EpisodeLog:
     episode: dict[str, Any] | None
     agents: dict[str, Any] | None
     steps: list[LoggedStep] = field(default_factory=list)
+    world: list[tuple[int, Topic, dict[str, Any]]] = field(default_factory=list)  # (ns, WORLD topic, message)
     message_counts: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -281,6 +290,8 @@ def read_episode(path: str | os.PathLike[str]) -> EpisodeLog:
         elif topic is AGENT_STATES:
             log.steps.append(LoggedStep(time_ns, int(message["step"]),
                                         {a["name"]: a for a in message["agents"]}))
+        elif topic in WORLD:
+            log.world.append((time_ns, topic, message))
     if not log.steps:
         raise EpisodeLogError(f"{path}: no agent states in the log")
     return log

@@ -92,8 +92,8 @@ class ControlClient:
         return bool(self.request({"op": "status"})["paused"])
 
     def reset(self, scope: str) -> StepDone:
-        """scope: time (world clock back to 0), state (agents back to their starts) or all; the
-        world's step and time after it."""
+        """scope: time (world clock back to 0), state (agents back to their starts), all, or spawned
+        (the spawned objects leave); the world's step and time after it."""
         answer = self.request({"op": "reset", "scope": scope})
         return StepDone(int(answer["step"]), float(answer["time_s"]))
 
@@ -109,6 +109,30 @@ class ControlClient:
         return _agent_state(self.request({
             "op": "set_state", "agent": agent, "position": list(position), "orientation": list(orientation),
             "linear_velocity": list(linear_velocity), "angular_velocity": list(angular_velocity)}))
+
+    def spawnables(self) -> list[dict[str, Any]]:
+        """The catalogue: uri, description and size_m (x, y, z) of each kind of object."""
+        return list(self.request({"op": "spawnables"})["spawnables"])
+
+    def spawn(self, name: str, uri: str, position: tuple[float, ...], orientation: tuple[float, ...],
+              allow_renaming: bool = False) -> AgentState:
+        """An object standing on the ground at (x, y); its state (its name as spawned in `agent`).
+        Codes: name_taken, name_invalid, no_resource, invalid_pose."""
+        return _agent_state(self.request({
+            "op": "spawn", "name": name, "uri": uri, "position": list(position),
+            "orientation": list(orientation), "allow_renaming": allow_renaming}))
+
+    def delete(self, name: str) -> None:
+        """Delete a spawned object (codes not_found, not_deletable)."""
+        self.request({"op": "delete", "name": name})
+
+    def set_shift(self, agent: str, shift: dict[str, Any]) -> dict[str, Any]:
+        """Set an agent's hardware shift (acres_interfaces VehicleShift fields; code out_of_range)."""
+        return dict(self.request({"op": "set_shift", "agent": agent, "shift": shift})["shift"])
+
+    def set_conditions(self, conditions: dict[str, Any]) -> dict[str, Any]:
+        """Change the conditions given (acres_interfaces Conditions fields; code out_of_range)."""
+        return dict(self.request({"op": "set_conditions", "conditions": conditions})["conditions"])
 
     def record_start(self, path: str) -> dict[str, Any]:
         """Record the episode log into a new file from the next step (code file_error: cannot)."""

@@ -4,8 +4,10 @@ protocol (fake_game's messages, doc/fake-game.md), so that the real game's is a 
 VehicleClient connects to one agent's Vehicle Bridge on 127.0.0.1 (again after it broke, with
 backoff), hands on the vehicle's parameters once per connection, every report, every barrier (after
 each lockstep step request and each reset) and every command the game took (held), in arrival
-order, on its reader thread; send() forwards a command. Bad lines are counted
-and logged once per kind, and the stream goes on; a line longer than MAX_LINE_BYTES is skipped.
+order, on its reader thread. The game reports in the vehicle's own time; reports and barriers are
+handed on in world time, converted with the offset of the agent's Clock frames that
+set_clock_offset() gives (vehicle_time.py). send() forwards a command. Bad lines are counted and
+logged once per kind, and the stream goes on; a line longer than MAX_LINE_BYTES is skipped.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import logging
 import math
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from acres_sim.game.vehicle_time import VehicleTime
 from acres_sim.net.lines import TOO_LONG, read_lines
 from acres_sim.net.log_limiter import LogLimiter
 from acres_sim.net.reconnect import ReconnectLoop
@@ -48,7 +51,8 @@ class VehicleInfo:
 
 @dataclass(frozen=True)
 class VehicleReport:
-    """One physics step of the vehicle. Times are world time (the sensor stream's stamps)."""
+    """One physics step of the vehicle. Times are world time (the sensor stream's stamps); the game
+    gave vehicle_time_s."""
 
     step: int
     time_s: float
@@ -65,6 +69,7 @@ class VehicleReport:
     wheel_speeds_rad_s: tuple[float, float, float, float]  # front left, front right, rear left, right
     rpm: float
     reset: str | None = None  # the report right after a reset of the world: its scope (time, state, all)
+    vehicle_time_s: float = math.nan  # the vehicle's own physics time, as the game reported it
 
 
 @dataclass(frozen=True)
@@ -125,7 +130,8 @@ def parse_report(doc: dict[str, Any]) -> VehicleReport:
     if gear not in GEARS:
         raise VehicleProtocolError(f"gear {gear!r} is not one of {', '.join(GEARS)}")
     return VehicleReport(
-        step=int(_float(doc, "step")), time_s=_float(doc, "time_s"), driven=bool(doc.get("driven")),
+        step=int(_float(doc, "step")), time_s=math.nan, vehicle_time_s=_float(doc, "vehicle_time_s"),
+        driven=bool(doc.get("driven")),
         command_stamp_s=None if stamp is None else _float(doc, "command_stamp_s"),
         steer_rad=_float(doc, "steer_rad"), steer_request_rad=_float(doc, "steer_request_rad"),
         throttle=_float(doc, "throttle"), brake=_float(doc, "brake"),
@@ -160,6 +166,7 @@ class VehicleClient:
                                    on_unreachable=self._on_unreachable)
         self.host, self.port = self._link.host, self._link.port
         self._stop = self._link.stopping
+        self.time = VehicleTime()
 
     @property
     def connected(self) -> bool:
@@ -170,6 +177,10 @@ class VehicleClient:
 
     def stop(self, timeout_s: float = 1.0) -> None:
         self._link.stop(timeout_s)
+
+    def set_clock_offset(self, offset_s: float) -> None:
+        """World minus vehicle time, from the agent's Clock frames (header stamp minus payload)."""
+        self.time.offset_s = float(offset_s)
 
     def send(self, command: VehicleCommand) -> bool:
         """Forward a command; False when there is no connection (the command is not kept)."""
@@ -205,14 +216,19 @@ class VehicleClient:
                 raise VehicleProtocolError("a line that is not a JSON object")
             kind = doc.get("type")
             if kind == "report":
-                self._on_report(parse_report(doc))
+                report = parse_report(doc)
+                world = self.time.world_time(report.step, report.vehicle_time_s)
+                self._on_report(replace(report, time_s=world))
             elif kind == "barrier":
-                self._on_barrier(int(_float(doc, "step")), _float(doc, "time_s"))
+                step = int(_float(doc, "step"))
+                self._on_barrier(step, self.time.world_time(step, _float(doc, "vehicle_time_s")))
             elif kind == "held":
                 stamp = doc.get("stamp_s")
                 self._on_held(None if stamp is None else _float(doc, "stamp_s"))
             elif kind == "hello":
-                self._on_info(parse_info(doc))
+                info = parse_info(doc)
+                self.time.physics_hz = float(info.physics_hz)
+                self._on_info(info)
             elif kind == "error":
                 self._bad("refused", f"the Vehicle Bridge refused a command: {doc.get('error')}")
             else:

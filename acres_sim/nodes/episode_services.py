@@ -1,5 +1,7 @@
-"""sim_control's episode part: /sim/episode, /sim/agents and /sim/agent_states from the game's
-episode feed, and the acres_interfaces services that record and replay the episode log.
+"""sim_control's episode part: the /sim/* topics from the game's episode feed (the episode, the
+agents, every step's agent states, farm events and stamps, the objects, the shifts, the conditions),
+and the acres_interfaces services that record and replay the episode log, shift a vehicle's hardware
+and change the conditions.
 
 The feed's events are acres_interfaces messages as dicts of their fields; they are encoded to CDR by
 acres_sim.episode (the same codec the game's log is written with) and published as serialized
@@ -14,7 +16,7 @@ from typing import Any
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from acres_sim.episode.log_file import AGENT_STATES, AGENTS, CODEC, EPISODE, Topic
+from acres_sim.episode.log_file import CLOCK, CODEC, TOPICS, Topic
 from acres_sim.game.control_client import ControlClient, ControlRefused, ControlUnavailable
 from acres_sim.game.episode_feed import EpisodeFeed
 from acres_sim.stream.timing import PHYSICS_HZ
@@ -44,20 +46,20 @@ class EpisodeServices:
         self._node = node
         self._game = game
         self._log = node.get_logger()
+        self._topics = {topic.event: topic for topic in TOPICS if topic is not CLOCK}  # /clock: the bridges'
         self._publishers = {
-            EPISODE.name: node.create_publisher(acres_msg.Episode, EPISODE.name, qos(EPISODE)),
-            AGENTS.name: node.create_publisher(acres_msg.Agents, AGENTS.name, qos(AGENTS)),
-            AGENT_STATES.name: node.create_publisher(acres_msg.AgentStates, AGENT_STATES.name,
-                                                     qos(AGENT_STATES)),
-        }
-        self._topics = {"episode": EPISODE, "agents": AGENTS, "states": AGENT_STATES}
+            topic.name: node.create_publisher(getattr(acres_msg, topic.type.rsplit("/", 1)[1]), topic.name,
+                                              qos(topic))
+            for topic in self._topics.values()}
         self._problem = ""
         for name, kind, handler in (
                 ("start_recording", acres_srv.StartRecording, self._start_recording),
                 ("stop_recording", acres_srv.StopRecording, self._stop_recording),
                 ("start_replay", acres_srv.StartReplay, self._start_replay),
                 ("stop_replay", acres_srv.StopReplay, self._stop_replay),
-                ("get_episode_status", acres_srv.GetEpisodeStatus, self._status)):
+                ("get_episode_status", acres_srv.GetEpisodeStatus, self._status),
+                ("set_vehicle_shift", acres_srv.SetVehicleShift, self._set_vehicle_shift),
+                ("set_conditions", acres_srv.SetConditions, self._set_conditions)):
             node.create_service(kind, name, self._answering(handler), callback_group=callback_group)
         self.feed = EpisodeFeed(port, self._on_event, self._on_problem)
         self.feed.start()
@@ -162,3 +164,28 @@ class EpisodeServices:
         response.replay_end_s = float(replay.get("end_s", 0.0))
         response.replay_time_s = float(replay.get("time_s", 0.0))
         response.replay_ended = bool(replay.get("ended"))
+
+    def _set_vehicle_shift(self, request: Any, response: Any) -> None:
+        shift = request.shift
+        if not shift.agent:
+            raise ControlRefused("bad_request", "shift.agent is empty: name the agent to shift")
+        fields: dict[str, Any] = {name: _vector(getattr(shift, name)) for name in (
+            "camera_offset_m", "camera_rpy_deg", "lidar_offset_m", "lidar_rpy_deg")}
+        fields.update(steering_offset_rad=shift.steering_offset_rad, throttle_gain=shift.throttle_gain,
+                      brake_gain=shift.brake_gain)
+        self._game.set_shift(shift.agent, fields)
+        response.message = f"{shift.agent} shifted" if any(
+            v != [0.0, 0.0, 0.0] for v in list(fields.values())[:4]) or fields["steering_offset_rad"] \
+            or fields["throttle_gain"] != 1.0 or fields["brake_gain"] != 1.0 else f"{shift.agent} calibrated"
+        self._log.info(f"set_vehicle_shift: {response.message}")
+
+    def _set_conditions(self, request: Any, response: Any) -> None:
+        c = request.conditions
+        now = self._game.set_conditions({name: float(getattr(c, name)) for name in (
+            "sun_elevation_deg", "sun_azimuth_deg", "wetness", "dust", "fog")})
+        response.message = ", ".join(f"{k} {v:g}" for k, v in now.items() if k != "header")
+        self._log.info(f"set_conditions: {response.message}")
+
+
+def _vector(v: Any) -> list[float]:
+    return [float(v.x), float(v.y), float(v.z)]

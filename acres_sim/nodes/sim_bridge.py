@@ -31,7 +31,7 @@ from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.publisher import Publisher
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
-from std_msgs.msg import UInt64
+from std_msgs.msg import Float64, UInt64
 from tf2_msgs.msg import TFMessage
 
 from acres_sim import topics
@@ -53,6 +53,9 @@ from acres_sim.stream.stats import SnapshotHistory, StatsSnapshot, StreamStats
 # The node
 
 CLOCK_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.BEST_EFFORT)
+OFFSET_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
+OFFSET_CHANGE_S = 1e-6  # sim/clock_offset is published when the offset moves by more than this
 TF_QOS = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 TF_STATIC_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -103,6 +106,9 @@ class SimBridge(RunnableNode):
         self._clock_pub = (CdrPublisher(self.create_publisher(Clock, topics.CLOCK, CLOCK_QOS))
                            if cfg.publish_clock else None)
         self._barrier_pub = self.create_publisher(UInt64, topics.SIM_BARRIER, BARRIER_QOS)
+        # The Clock frames' offset for the agent's vehicle_bridge (the game reports driving in vehicle time)
+        self._offset_pub = self.create_publisher(Float64, topics.SIM_CLOCK_OFFSET, OFFSET_QOS)
+        self._offset_s: float | None = None
         if (gil_held := why_gil_is_held(self._barrier_pub)) is not None:
             self.get_logger().warning(gil_held)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, topics.DIAGNOSTICS, DIAGNOSTICS_QOS)
@@ -160,6 +166,10 @@ class SimBridge(RunnableNode):
             with frame:
                 if self._clock_pub is not None:
                     self._clock_pub.publish(FrameConverter.clock_cdr(frame.header))
+                offset = frame.header.stamp - float(frame.data)  # type: ignore[arg-type]
+                if self._offset_s is None or abs(offset - self._offset_s) > OFFSET_CHANGE_S:
+                    self._offset_s = offset
+                    self._offset_pub.publish(Float64(data=offset))
             return
         if frame.type in _INLINE_TYPES and self._queue.idle():  # nothing earlier left to publish
             with frame:

@@ -32,7 +32,15 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from simulation_interfaces import srv
 from simulation_interfaces.action import SimulateSteps
-from simulation_interfaces.msg import EntityState, Result, SimulationState, SimulatorFeatures
+from geometry_msgs.msg import Vector3
+from simulation_interfaces.msg import (
+    Bounds,
+    EntityState,
+    Result,
+    SimulationState,
+    SimulatorFeatures,
+    Spawnable,
+)
 from std_msgs.msg import Header, UInt64
 
 from acres_sim import topics
@@ -52,9 +60,21 @@ RESET_SCOPES = {
     srv.ResetSimulation.Request.SCOPE_ALL: "all",
     srv.ResetSimulation.Request.SCOPE_TIME: "time",
     srv.ResetSimulation.Request.SCOPE_STATE: "state",
+    srv.ResetSimulation.Request.SCOPE_SPAWNED: "spawned",
     srv.ResetSimulation.Request.SCOPE_TIME | srv.ResetSimulation.Request.SCOPE_STATE: "all",
 }
+# The game's refusals of a spawn request, as SpawnEntity's result codes
+SPAWN_CODES = {
+    "name_taken": srv.SpawnEntity.Response.NAME_NOT_UNIQUE,
+    "name_invalid": srv.SpawnEntity.Response.NAME_INVALID,
+    "no_resource": srv.SpawnEntity.Response.NO_RESOURCE,
+    "invalid_pose": srv.SpawnEntity.Response.INVALID_POSE,
+}
 FEATURES = (
+    SimulatorFeatures.SPAWNING,
+    SimulatorFeatures.DELETING,
+    SimulatorFeatures.SPAWNABLES,
+    SimulatorFeatures.SIMULATION_RESET_SPAWNED,
     SimulatorFeatures.ENTITY_STATE_GETTING,
     SimulatorFeatures.ENTITY_STATE_SETTING,
     SimulatorFeatures.SIMULATION_RESET,
@@ -69,15 +89,12 @@ FEATURES = (
 )
 # Served so that a client asking gets a clear FEATURE_UNSUPPORTED rather than no service at all.
 UNSUPPORTED = {
-    "spawn_entity": (srv.SpawnEntity, "spawning"),
-    "spawn_entities": (srv.SpawnEntities, "spawning"),
-    "delete_entity": (srv.DeleteEntity, "deleting entities"),
+    "spawn_entities": (srv.SpawnEntities, "spawning several entities in one call (call spawn_entity)"),
     "get_entity_info": (srv.GetEntityInfo, "entity info (categories, tags)"),
     "set_entity_info": (srv.SetEntityInfo, "entity info (categories, tags)"),
     "get_entity_bounds": (srv.GetEntityBounds, "entity bounds"),
     "get_named_poses": (srv.GetNamedPoses, "named poses"),
     "get_named_pose_bounds": (srv.GetNamedPoseBounds, "named poses"),
-    "get_spawnables": (srv.GetSpawnables, "spawnables"),
     "load_world": (srv.LoadWorld, "world loading"),
     "unload_world": (srv.UnloadWorld, "world unloading"),
     "get_current_world": (srv.GetCurrentWorld, "world info"),
@@ -141,6 +158,9 @@ class SimControl(RunnableNode):
             "get_entities_states": (srv.GetEntitiesStates, self._get_entities_states),
             "get_entity_state": (srv.GetEntityState, self._get_entity_state),
             "set_entity_state": (srv.SetEntityState, self._set_entity_state),
+            "get_spawnables": (srv.GetSpawnables, self._get_spawnables),
+            "spawn_entity": (srv.SpawnEntity, self._spawn_entity),
+            "delete_entity": (srv.DeleteEntity, self._delete_entity),
         }
         for name, (kind, what) in UNSUPPORTED.items():
             serve[name] = (kind, self._unsupported(what))
@@ -345,8 +365,7 @@ class SimControl(RunnableNode):
         scope = RESET_SCOPES.get(request.scope)
         if scope is None:
             raise Unsupported(f"reset scope {request.scope} is not supported: TIME (1), STATE (2), both, "
-                              "DEFAULT (0) or ALL (255); nothing is ever spawned, so SPAWNED (4) has "
-                              "nothing to do")
+                              "SPAWNED (4), DEFAULT (0) or ALL (255)")
         with self._step_lock:
             vehicle_barriers = [t for t in self.matched.topics if t.endswith("/" + topics.VEHICLE_BARRIER)]
             self._wait_publishers(vehicle_barriers)
@@ -411,6 +430,49 @@ class SimControl(RunnableNode):
                 raise
             _fail(response, srv.SetEntityState.Response.INVALID_POSE, str(exc))
             return
+        response.result.result = Result.RESULT_OK
+
+    def _get_spawnables(self, request: Any, response: Any) -> None:
+        unknown = [s for s in request.sources if s not in ("", "acres")]
+        if unknown:
+            raise OperationFailed(f"no source {', '.join(unknown)}: the one source is the fake world's "
+                                  "catalogue (sources empty or 'acres')")
+        for kind in self.game.spawnables():
+            spawnable = Spawnable(uri=kind["uri"], description=kind["description"])
+            sx, sy, sz = (float(v) for v in kind["size_m"])
+            # its box in its own frame (the origin: the middle of its footprint on the ground)
+            spawnable.spawn_bounds.type = Bounds.TYPE_BOX
+            spawnable.spawn_bounds.points = [Vector3(x=-sx / 2, y=-sy / 2, z=0.0),
+                                             Vector3(x=sx / 2, y=sy / 2, z=sz)]
+            response.spawnables.append(spawnable)
+        response.result.result = Result.RESULT_OK
+
+    def _spawn_entity(self, request: Any, response: Any) -> None:
+        pose = request.initial_pose
+        if pose.header.frame_id not in ("", self.world_frame):
+            _fail(response, srv.SpawnEntity.Response.INVALID_POSE,
+                  f"initial_pose.header.frame_id must be '{self.world_frame}' (or empty), got "
+                  f"'{pose.header.frame_id}'")
+            return
+        if request.resource_string:
+            _fail(response, srv.SpawnEntity.Response.UNSUPPORTED_FORMAT,
+                  "resource_string is not supported: name a catalogue entry in uri (get_spawnables)")
+            return
+        p, q = pose.pose.position, pose.pose.orientation
+        try:
+            state = self.game.spawn(request.name, request.uri, (p.x, p.y, p.z), (q.x, q.y, q.z, q.w),
+                                    request.allow_renaming)
+        except ControlRefused as exc:
+            code = SPAWN_CODES.get(exc.code)
+            if code is None:
+                raise
+            _fail(response, code, str(exc))
+            return
+        response.entity_name = state.agent
+        response.result.result = Result.RESULT_OK
+
+    def _delete_entity(self, request: Any, response: Any) -> None:
+        self.game.delete(request.entity)
         response.result.result = Result.RESULT_OK
 
     def _entity_state(self, state: AgentState) -> EntityState:

@@ -4,6 +4,10 @@ Vehicle Bridge, and publish what the vehicle reports.
 The meaning of every command lives in acres_sim.drive (ROS-free); the game's protocol in
 acres_sim.game.vehicle_client. This node turns messages into calls and reports into messages.
 
+Time: the game reports in the vehicle's own time; the client converts it with the offset of the
+agent's Clock frames, which its sim_bridge publishes on sim/clock_offset (transient local); before
+the first one, by the report's step (acres_sim.game.vehicle_time).
+
 Threads: subscriptions run on the executor; reports, barriers and the game's "held" answers arrive
 on the client's reader thread. One lock orders the driver's state and what is forwarded.
 """
@@ -20,7 +24,7 @@ from ackermann_msgs.msg import AckermannDriveStamped
 from geometry_msgs.msg import Twist, TwistStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from std_msgs.msg import Bool, Empty, Header, UInt64
+from std_msgs.msg import Bool, Empty, Float64, Header, UInt64
 
 from acres_sim import topics
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
@@ -111,6 +115,10 @@ class VehicleBridge(RunnableNode):
                                     reconnect_min_s=config.reconnect_min_s,
                                     reconnect_max_s=config.reconnect_max_s,
                                     logger=RosLogging(self.get_logger()))
+        # The game reports in vehicle time: the agent's sim_bridge tells the offset to world time.
+        sub(Float64, topics.SIM_CLOCK_OFFSET, lambda m: self.client.set_clock_offset(m.data), LATCHED_QOS)
+        self._disagreement_told = 0.0
+        self.create_timer(5.0, self._check_vehicle_time)
         dbw_inputs = ", ".join((topics.STEERING_CMD, topics.THROTTLE_CMD, topics.BRAKE_CMD, topics.GEAR_CMD,
                                 topics.VEHICLE_ENABLE, topics.VEHICLE_DISABLE, ""))
         self.get_logger().info(
@@ -176,6 +184,14 @@ class VehicleBridge(RunnableNode):
 
         if wait_until_acked(self._reports + [self._held], self._stopping, still_waiting):
             self._barrier.publish(UInt64(data=step))
+
+    def _check_vehicle_time(self) -> None:
+        time = self.client.time
+        if time.disagreement_s > self._disagreement_told:
+            self._disagreement_told = time.disagreement_s
+            self.get_logger().warning(
+                f"the Vehicle Bridge's vehicle time + the Clock offset ({time.offset_s} s) differs from its "
+                f"step's world time by up to {time.disagreement_s:.6f} s: the stamps follow the offset")
 
     def _on_held(self, stamp_s: float | None) -> None:
         with self._lock:

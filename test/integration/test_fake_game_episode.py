@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.fake_game import Client, FakeGame
+from support.fake_game import Client, FakeGame, FeedEvents
 
 from acres_sim.episode.log_file import EpisodeLogError, iter_log_messages, read_episode
 from acres_sim.game.control_client import ControlClient, ControlRefused
@@ -24,28 +24,9 @@ from acres_sim.stream.protocol import FrameType
 from harness.processes import Proc
 
 AGENTS = ("polaris", "maxxum")
-
-
-class Events:
-    """Everything an EpisodeFeed hands on."""
-
-    def __init__(self) -> None:
-        self.items: list[tuple[str, dict]] = []
-        self.problems: list[str] = []
-        self.cond = threading.Condition()
-
-    def on_event(self, event: str, body: dict) -> None:
-        with self.cond:
-            self.items.append((event, body))
-            self.cond.notify_all()
-
-    def of(self, event: str) -> list[dict]:
-        with self.cond:
-            return [b for e, b in self.items if e == event]
-
-    def wait(self, predicate, timeout_s: float = 30.0) -> None:
-        with self.cond:
-            assert self.cond.wait_for(lambda: predicate(self), timeout_s), self.items[-3:]
+# A recording starts with the episode, the agents, the objects, the shifts and the conditions, and
+# the state the world is in (clock, states); every step adds clock, farm events, farm stamps, states.
+LATCHED = 5
 
 
 def _game(*extra: str, vehicles: bool = False) -> tuple[FakeGame, dict[str, int], ControlClient]:
@@ -136,9 +117,9 @@ def test_a_replay_gives_the_recorded_states_and_the_same_sensor_stream_byte_for_
 def watched_game():
     started = []
 
-    def start(*extra: str) -> tuple[FakeGame, ControlClient, Events, EpisodeFeed]:
+    def start(*extra: str) -> tuple[FakeGame, ControlClient, FeedEvents, EpisodeFeed]:
         game, _ports, control = _game(*extra)
-        events = Events()
+        events = FeedEvents()
         feed = EpisodeFeed(control.port, events.on_event, events.problems.append)
         feed.start()
         started.append((game, control, feed))
@@ -164,7 +145,7 @@ def test_every_step_s_states_reach_the_feed_and_the_log_holds_them(watched_game,
         done = control.step(12)
         assert feed.wait_handled(done.step, 10.0)  # what sim_control waits for before it answers
     summary = control.record_stop()
-    assert summary["path"] == path and summary["message_count"] == 2 + 2 * 61
+    assert summary["path"] == path and summary["message_count"] == LATCHED + 2 + 4 * 60
     states = [s for s in events.of("states") if s["step"] >= 0]
     assert [s["step"] for s in states][-61:] == list(range(0, 61))
     log = read_episode(path)
@@ -250,8 +231,9 @@ def test_a_replay_ends_with_the_agents_holding_their_last_logged_state(watched_g
         assert state.position == pytest.approx((p["x"], p["y"], p["z"]), abs=1e-9)
         assert state.linear_velocity == pytest.approx((0.0, 0.0, 0.0), abs=1e-9)
     events.wait(lambda e: any(r.get("ended") for r in e.of("replay")))
+    events.wait(lambda e: e.of("states")[-1]["step"] == 39)  # the watch connection is not the answer's
     final = events.of("states")[-1]
-    assert final["step"] == 39 and [a["pose"] for a in final["agents"]] == [last[a]["pose"] for a in AGENTS]
+    assert [a["pose"] for a in final["agents"]] == [last[a]["pose"] for a in AGENTS]
     control.replay_stop()
     assert not control.episode_status()["replay"]["replaying"]
 
@@ -316,8 +298,8 @@ def test_a_reset_all_starts_a_new_episode_and_a_reset_of_time_finishes_the_log(w
     control.reset("all")  # the clock goes back: the file is finished first
     events.wait(lambda e: e.of("episode")[-1]["episode_id"] != first)
     assert not control.episode_status()["recording"]["recording"]
-    game.wait_line(r"^ACRES_FAKE_GAME_RECORDED path=.*until_reset.mcap messages=76 .* reason=reset all$")
+    game.wait_line(r"^ACRES_FAKE_GAME_RECORDED path=.*until_reset.mcap messages=151 .* reason=reset all$")
     log = read_episode(path)  # complete, with its summary
     assert [s.step for s in log.steps] == list(range(0, 37)) and log.episode["episode_id"] == first
     stopped = [r["stopped"] for r in events.of("recording") if "stopped" in r]
-    assert stopped[-1]["reason"] == "reset all" and stopped[-1]["message_count"] == 76
+    assert stopped[-1]["reason"] == "reset all" and stopped[-1]["message_count"] == LATCHED + 2 + 4 * 36

@@ -291,7 +291,7 @@ def test_set_state_holds_the_agent_and_errors_keep_the_channel(lockstep_game):
              "invalid_pose"),
             ({"op": "set_state", "agent": "maxxum", "position": [1e6, 0, 0], "orientation": [0, 0, 0, 1]},
              "invalid_pose"),
-            ({"op": "reset", "scope": "spawned"}, "bad_request")):
+            ({"op": "reset", "scope": "everything"}, "bad_request")):
         answer = control.request(**request)
         assert answer["ok"] is False and answer["code"] == code and answer["error"], request
     assert control.request(op="play")["ok"]

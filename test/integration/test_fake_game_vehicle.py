@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 import math
 import socket
+import struct
 import threading
 import time
 
 import pytest
-from support.fake_game import FakeGame
+from support.fake_game import Client, FakeGame
 
 from acres_sim.game.control_client import ControlClient
 from acres_sim.game.vehicle_client import VehicleClient, VehicleCommand, VehicleInfo, VehicleReport
+from acres_sim.stream.protocol import FrameType
 
 DT = 1.0 / 120.0
 
@@ -63,7 +65,7 @@ class Recorder:
 
 @pytest.fixture
 def driven_game():
-    started: list[tuple[FakeGame, ControlClient, VehicleClient]] = []
+    started: list[tuple[FakeGame, ControlClient, VehicleClient, Client]] = []
 
     def start(lockstep: bool = True) -> tuple[FakeGame, ControlClient, VehicleClient, Recorder]:
         args = ["--port", "0", "--vehicle-ports", "0", "--cached", "--control-port", "0", "--no-noise"]
@@ -73,17 +75,32 @@ def driven_game():
         client = VehicleClient(game.vehicle_port("polaris"), on_info=recorder.on_info,
                                on_report=recorder.on_report, on_barrier=recorder.on_barrier,
                                reconnect_min_s=0.05, reconnect_max_s=0.2)
+        stream = Client(game.stream_port("polaris"))
+        threading.Thread(target=_tell_clock_offsets, args=(stream, client), daemon=True).start()
         client.start()
-        started.append((game, control, client))
+        started.append((game, control, client, stream))
         recorder.wait(lambda r: r.info)
         game.wait_line(r"^ACRES_VEHICLE_BRIDGE_CONNECTED agent=polaris")
         return game, control, client, recorder
 
     yield start
-    for game, control, client in started:
+    for game, control, client, stream in started:
         client.stop()
         control.close()
         game.stop()
+        stream.close()
+
+
+def _tell_clock_offsets(stream: Client, client: VehicleClient) -> None:
+    """What the agent's sim_bridge does for its vehicle_bridge: the Clock frames' offset (header stamp
+    minus payload: world minus vehicle time) to the client, which reports in world time with it."""
+    while True:
+        try:
+            header, payload = stream.read()
+        except (OSError, ConnectionError, ValueError):
+            return
+        if header.frame_type == FrameType.CLOCK:
+            client.set_clock_offset(header.stamp - struct.unpack("<d", payload)[0])
 
 
 def _step(control: ControlClient, recorder: Recorder, steps: int) -> None:
@@ -174,7 +191,7 @@ def test_bad_lines_are_refused_and_the_bridge_goes_on(driven_game):
     lines = raw.makefile("r")
     assert json.loads(lines.readline())["type"] == "hello"
     now = json.loads(lines.readline())  # then the state the held world is in
-    assert now["type"] == "report" and now["time_s"] == pytest.approx(now["step"] / 120)
+    assert now["type"] == "report" and now["vehicle_time_s"] == pytest.approx(now["step"] / 120 + 1234.5)
     for bad in (b"not json\n", b'{"type": "command", "throttle": 2.0}\n', b'{"type": "fly"}\n',
                 b'{"type": "command", "gear": "warp"}\n', b"x" * 20000 + b"\n"):
         raw.sendall(bad)

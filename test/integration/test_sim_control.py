@@ -161,13 +161,16 @@ def session():
 def test_features_are_what_works(session):
     features = set(session.call("get_simulator_features").features.features)
     F = SimulatorFeatures
-    assert features == {F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET,
+    assert features == {F.SPAWNING, F.DELETING, F.SPAWNABLES, F.SIMULATION_RESET_SPAWNED,
+                        F.ENTITY_STATE_GETTING, F.ENTITY_STATE_SETTING, F.SIMULATION_RESET,
                         F.SIMULATION_RESET_TIME, F.SIMULATION_RESET_STATE, F.SIMULATION_STATE_GETTING,
                         F.SIMULATION_STATE_SETTING, F.SIMULATION_STATE_PAUSE, F.STEP_SIMULATION_SINGLE,
                         F.STEP_SIMULATION_MULTIPLE, F.STEP_SIMULATION_ACTION}
-    for name in ("spawn_entity", "delete_entity"):
-        answer = session.call(name)
-        assert answer.result.result == Result.RESULT_FEATURE_UNSUPPORTED and answer.result.error_message
+    answer = session.call("spawn_entity")  # no uri: a spawnable it does not have, said so
+    assert answer.result.result == srv.SpawnEntity.Response.NO_RESOURCE
+    assert "round_bale" in answer.result.error_message
+    answer = session.call("delete_entity", entity="nothing")
+    assert answer.result.result == Result.RESULT_NOT_FOUND and answer.result.error_message
 
 
 def test_steps_are_exact_and_answer_after_every_message_of_the_step(session):
@@ -407,7 +410,8 @@ def test_entities_and_error_answers_leave_the_node_serving(session):
     bad.header.frame_id = "utm"
     assert session.call("set_entity_state", entity="maxxum", state=bad).result.result == \
         Result.RESULT_OPERATION_FAILED
-    assert session.call("reset_simulation", scope=4).result.result == Result.RESULT_FEATURE_UNSUPPORTED
+    # scope 8 is no scope of ResetSimulation
+    assert session.call("reset_simulation", scope=8).result.result == Result.RESULT_FEATURE_UNSUPPORTED
     assert session.call("step_simulation", steps=0).result.result == Result.RESULT_OPERATION_FAILED
     session.pause()
     session.step(12)  # and it still steps

@@ -17,8 +17,8 @@ from acres_sim.convert.topic_plan import topic_plan
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text()
-ALWAYS = {"sim/barrier": "UInt64", "/clock": "Clock", "/tf_static": "TFMessage",
-          "/diagnostics": "DiagnosticArray"}
+ALWAYS = {"sim/barrier": "UInt64", "sim/clock_offset": "Float64", "/clock": "Clock",
+          "/tf_static": "TFMessage", "/diagnostics": "DiagnosticArray"}
 
 
 def table_after(heading: str) -> list[list[str]]:

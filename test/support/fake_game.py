@@ -8,6 +8,7 @@ import re
 import signal
 import socket
 import sys
+import threading
 from pathlib import Path
 
 from acres_sim.stream.protocol import FrameHeader
@@ -70,3 +71,25 @@ class Client:
 
     def close(self) -> None:
         self.sock.close()
+
+
+class FeedEvents:
+    """Everything an EpisodeFeed (the control channel's watch connection) hands on, in order."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, dict]] = []
+        self.problems: list[str] = []
+        self.cond = threading.Condition()
+
+    def on_event(self, event: str, body: dict) -> None:
+        with self.cond:
+            self.items.append((event, body))
+            self.cond.notify_all()
+
+    def of(self, event: str) -> list[dict]:
+        with self.cond:
+            return [b for e, b in self.items if e == event]
+
+    def wait(self, predicate, timeout_s: float = 30.0) -> None:
+        with self.cond:
+            assert self.cond.wait_for(lambda: predicate(self), timeout_s), self.items[-3:]

@@ -558,7 +558,8 @@ def test_culling_drops_only_rays_that_miss(t):
     intersected with every primitive: the same hits, to the bit, for the LiDAR and the camera."""
     import dataclasses
 
-    from acres_sim.fake_game.simulation.sensors import _SUN, CameraModel
+    from acres_sim.fake_game.simulation.sensors import CameraModel
+    from acres_sim.fake_game.world.conditions import CLEAR_DAY
 
     sim = AgentSimulator(vehicle_hello("polaris"), noise=False)
     scene = sim.scene
@@ -571,7 +572,7 @@ def test_culling_drops_only_rays_that_miss(t):
     pose = sim.body_pose(t).compose(cam.position_flu_m, cam.rpy_deg)
     lidar = sim.lidar_pose(t)
     object_hits = 0
-    for bundle, p, sun in ((camera.bundle, pose, _SUN), (sim._lidar.bundle, lidar, None)):
+    for bundle, p, sun in ((camera.bundle, pose, CLEAR_DAY.sun), (sim._lidar.bundle, lidar, None)):
         culled, full = (cast(s, bundle, p.position, p.rotation, 200.0, sun=sun)
                         for s in (scene, everything))
         assert np.array_equal(culled.distance, full.distance)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from acres_sim.fake_game.simulation.shifts import CALIBRATED, VehicleShift
 from acres_sim.fake_game.simulation.sinks import VehicleSink, VehicleStepReport
 from acres_sim.fake_game.simulation.vehicle_model import (
     RELEASED,
@@ -37,6 +38,17 @@ class AgentDriving:
         self.model: VehicleModel | None = None  # while driven by its bridge's commands
         self.track: DrivenMotion | None = None
         self.command_stamp_s: float | None = None  # of the command applied in the last step
+        self.shift: VehicleShift = CALIBRATED  # its actuator part acts on the vehicle model
+
+    def set_shift(self, shift: VehicleShift) -> None:
+        self.shift = shift
+        if self.model is not None:
+            self._drift(self.model)
+
+    def _drift(self, model: VehicleModel) -> None:
+        shift = self.shift
+        model.steering_offset_rad = shift.steering_offset_rad
+        model.throttle_gain, model.brake_gain = shift.throttle_gain, shift.brake_gain
 
     @property
     def driven(self) -> bool:
@@ -54,6 +66,7 @@ class AgentDriving:
             start = simulator.track_knot(t - STEP_S)  # the state the last step left (logged so)
             self.model = VehicleModel(self.params, VehicleState(start.x, start.y, start.yaw,
                                                                 speed_mps=start.speed))
+            self._drift(self.model)
             self.track = DrivenMotion(start)
             simulator.place(self.track)
         model, track = self.model, self.track
@@ -81,9 +94,10 @@ class AgentDriving:
         model = self.model
         if model is not None:
             s, c = model.state, model.command
+            # the steering's angle sensor drifted with it: it reads the angle less the offset
             return VehicleStepReport(
                 step=step, time_s=t, vehicle_time_s=vehicle_time_s, driven=True,
-                command_stamp_s=self.command_stamp_s, steer_rad=s.steer_rad,
+                command_stamp_s=self.command_stamp_s, steer_rad=s.steer_rad - model.steering_offset_rad,
                 steer_request_rad=c.steer_request_rad, throttle=c.throttle, brake=c.brake,
                 direction=s.direction, gear=s.gear, speed_mps=s.speed_mps, yaw_rate=s.yaw_rate,
                 wheel_speeds_rad_s=model.wheel_speeds(), rpm=model.rpm(), reset=reset)

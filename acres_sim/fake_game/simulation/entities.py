@@ -45,3 +45,29 @@ def finite_vector(name: str, values: Any, size: int) -> tuple[float, ...]:
     if not all(math.isfinite(v) for v in result):
         raise InvalidPose(f"{name} must be finite, got {result}")
     return result
+
+
+class OutOfRange(ValueError):
+    """A shift or conditions outside the ranges the world takes."""
+
+
+class NameTaken(ValueError):
+    """A spawn request named an entity that exists (an agent or an object)."""
+
+
+class NameInvalid(ValueError):
+    """A spawn request's name is not a valid entity name."""
+
+
+class UnknownResource(LookupError):
+    """A spawn request named nothing the catalogue has."""
+
+
+class NotDeletable(ValueError):
+    """A delete request named an agent: agents come with the session."""
+
+
+def quaternion_yaw(quaternion: tuple[float, ...]) -> float:
+    """The heading (rad) of a rotation x, y, z, w (normalised here): its turn about the vertical."""
+    x, y, z, w = quaternion
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)) if any(quaternion) else 0.0

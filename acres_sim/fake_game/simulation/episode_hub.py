@@ -2,10 +2,13 @@
 episode log being recorded, and the one being replayed.
 
 The session calls step() after every physics step with every agent's state (acres_interfaces
-AgentState dicts); the hub hands the AgentStates to its listeners (the control channel's watch
-connections) and to the recorder. A recording logs, from the step it starts at: /sim/episode,
-/sim/agents, then at every step /clock and /sim/agent_states. The log time never goes back, so a
-reset that takes the world clock back (TIME or ALL) finishes the file first.
+AgentState dicts) and the step's farm events and stamps; the hub hands them to its listeners (the
+control channel's watch connections) and to the recorder, and so the transient-local messages when
+they change (set_latched: the episode, the agents, the objects, the shifts, the conditions). A
+recording logs, from the step it starts at: /sim/episode, the other transient-local messages as they
+are, then at every step /clock, /sim/farm_events, /sim/farm_stamps and /sim/agent_states, and every
+change. The log time never goes back, so a reset that takes the world clock back (TIME or ALL)
+finishes the file first.
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ from acres_sim.episode.log_file import (
     AGENTS,
     CLOCK,
     EPISODE,
+    FARM_EVENTS,
+    FARM_STAMPS,
     EpisodeLog,
     EpisodeLogError,
     EpisodeWriter,
+    Topic,
     stamp_ns,
     stamp_of,
 )
@@ -54,6 +60,7 @@ class Replay:
     first_step: int
     last_step: int
     ended: bool = False
+    world_next: int = 0  # the next of the log's world changes to apply
 
     @staticmethod
     def of(log: EpisodeLog) -> Replay:
@@ -68,35 +75,50 @@ class EpisodeHub:
         self._lock = threading.Lock()  # listeners come and go on other threads
         self._listeners: list[EpisodeListener] = []
         self._count = 0
-        self.episode: dict[str, Any] = {}
-        self.agents: dict[str, Any] = {"header": header(0.0), "agents": []}
+        # The transient-local messages as they are now: the episode, the agents, the world's changes
+        self.latched: dict[Topic, dict[str, Any]] = {EPISODE: {},
+                                                     AGENTS: {"header": header(0.0), "agents": []}}
         self.latest: dict[str, Any] | None = None  # the last AgentStates
         self._writer: EpisodeWriter | None = None
         self.replay: Replay | None = None
 
     # -- the episode -----------------------------------------------------------------------------
 
+    @property
+    def episode(self) -> dict[str, Any]:
+        return self.latched[EPISODE]
+
+    @property
+    def agents(self) -> dict[str, Any]:
+        return self.latched[AGENTS]
+
     def set_agents(self, infos: list[dict[str, Any]], t: float) -> None:
-        self.agents = {"header": header(t), "agents": infos}
-        self._publish("agents", self.agents)
+        self.set_latched(AGENTS, {"header": header(t), "agents": infos})
 
     def new_episode(self, t: float, replay_of: str = "") -> None:
         self._count += 1
-        self.episode = {
+        self.set_latched(EPISODE, {
             "header": header(t),
             "episode_id": f"{self.source}-{self.seed}-{os.getpid()}-{int(time.time())}-{self._count}",
             "source": self.source, "world": self.world, "seed": self.seed,
             "physics_step_s": 1.0 / PHYSICS_HZ, "replay_of": replay_of,
-        }
+        })
+
+    def set_latched(self, topic: Topic, message: dict[str, Any]) -> None:
+        """A transient-local message changed (stamped with the world time of the change): to the
+        log and the listeners."""
+        self.latched[topic] = message
         if self._writer is not None:
             try:
-                self._writer.write(EPISODE, self.episode, stamp_ns(self.episode["header"]["stamp"]))
+                self._writer.write(topic, message, stamp_ns(message["header"]["stamp"]))
             except EpisodeLogError as exc:
                 self._fail_recording(exc)
-        self._publish("episode", self.episode)
+        self._publish(topic.event, message)
 
-    def step(self, step: int, t: float, states: list[dict[str, Any]]) -> None:
-        """Every physics step (the session's world lock held)."""
+    def step(self, step: int, t: float, states: list[dict[str, Any]], farm_events: dict[str, Any],
+             farm_stamps: dict[str, Any]) -> None:
+        """Every physics step (the session's world lock held); the states go last: a listener that
+        has them has the step's farm messages too."""
         message = agent_states(step, t, states)
         self.latest = message
         writer = self._writer
@@ -104,9 +126,13 @@ class EpisodeHub:
             try:
                 ns = stamp_ns(message["header"]["stamp"])
                 writer.write(CLOCK, {"clock": message["header"]["stamp"]}, ns)
+                writer.write(FARM_EVENTS, farm_events, ns)
+                writer.write(FARM_STAMPS, farm_stamps, ns)
                 writer.write(AGENT_STATES, message, ns)
             except EpisodeLogError as exc:
                 self._fail_recording(exc)
+        self._publish(FARM_EVENTS.event, farm_events)
+        self._publish(FARM_STAMPS.event, farm_stamps)
         self._publish("states", message)
 
     # -- listeners -------------------------------------------------------------------------------
@@ -115,8 +141,8 @@ class EpisodeHub:
         """A new listener gets the episode, the agents and the latest states at once."""
         with self._lock:
             self._listeners.append(listener)
-        listener.publish("episode", self.episode)
-        listener.publish("agents", self.agents)
+        for topic, message in self.latched.items():
+            listener.publish(topic.event, message)
         listener.publish("recording", self.recording_status())
         if self.latest is not None:
             listener.publish("states", self.latest)
@@ -153,8 +179,10 @@ class EpisodeHub:
         writer = EpisodeWriter(path, metadata)  # EpisodeLogError: the service says why
         try:
             writer.write(EPISODE, self.episode, stamp_ns(self.episode["header"]["stamp"]))
-            agents = dict(self.agents, header=header(t))
-            writer.write(AGENTS, agents, stamp_ns(agents["header"]["stamp"]))
+            for topic, message in self.latched.items():  # as they are now, from now
+                if topic is not EPISODE:
+                    writer.write(topic, dict(message, header=dict(message["header"], stamp=stamp_of(t))),
+                                 stamp_ns(stamp_of(t)))
             if self.latest is not None:
                 ns = stamp_ns(self.latest["header"]["stamp"])
                 writer.write(CLOCK, {"clock": self.latest["header"]["stamp"]}, ns)

@@ -101,6 +101,12 @@ class AgentRenders:
             future.result()
         self._futures.clear()
 
+    def forget_cache(self) -> None:
+        """The world changed (objects, conditions, a shift): cached mode renders afresh."""
+        with self._cache_lock:
+            self._cache.clear()
+            self._served.clear()
+
     def _render(self, kind: FrameType, t: float) -> None:
         try:
             self._stream.publish(kind, t, self._payload(kind, t))

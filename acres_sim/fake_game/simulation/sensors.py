@@ -7,7 +7,8 @@ LiDAR: one ray per cell, fired from the mount pose. Column k points at azimuth -
 Camera: for each output pixel the plumb_bob model is inverted (Newton, once per intrinsics) to a ray
 of the camera frame (FLU; the optical frame is x right, y down, z forward). Pixels beyond the
 model's monotonic range (the corners of a strongly barrel-distorted lens have no preimage) stay
-black, like a vignette. The scene is shaded with one sun, fog towards the horizon and a sky gradient.
+black, like a vignette. The scene is shaded with one sun, haze towards the horizon and a sky gradient,
+as the world's conditions say (world/conditions.py: light, wet ground, dust and fog).
 
 INS: position errors as a first-order Gauss-Markov process plus white noise, heading and roll /
 pitch errors as Gauss-Markov processes, white noise on velocity, angular rate and specific force.
@@ -27,8 +28,15 @@ from acres_sim.stream.protocol import INS_FIELDS, INS_GEO_FIELDS, Ins
 from acres_sim.stream.hello import CameraConfig, LidarConfig
 from acres_sim.rotations import matrix_to_quaternion, rpy_matrix
 
+from acres_sim.fake_game.world.conditions import (
+    CLEAR_DAY,
+    CLEAR_HAZE_M,
+    DUST_RETURN_INTENSITY,
+    SKY_AIR_M,
+    Conditions,
+)
 from acres_sim.fake_game.world.georef import Georeference
-from acres_sim.fake_game.world.materials import COLOUR_TABLE, INTENSITY_TABLE, MAT
+from acres_sim.fake_game.world.materials import COLOUR_TABLE, GROUND, INTENSITY_TABLE, MAT
 from acres_sim.fake_game.world.raycast import Motion, RayBundle, block_groups, cast
 from acres_sim.fake_game.world.scene import Scene
 
@@ -88,14 +96,16 @@ class LidarModel:
         groups = block_groups(config.columns, config.rings, min(10, config.columns), min(8, config.rings))
         self.bundle = RayBundle.build(dirs.reshape(-1, 3), groups, np.float32)
 
-    def render(self, scene: Scene, sensor: Pose, rng: np.random.Generator | None) -> np.ndarray:
+    def render(self, scene: Scene, sensor: Pose, rng: np.random.Generator | None,
+               conditions: Conditions = CLEAR_DAY, air_rng: np.random.Generator | None = None) -> np.ndarray:
         """(columns, rings, 4) float32 from a sensor that stands still: x, y, z in the sensor frame
-        and intensity."""
+        and intensity. air_rng: the draws of dust and fog (needed when there is any)."""
         hits = cast(scene, self.bundle, sensor.position, sensor.rotation, self.config.range_m)
-        return self._points(hits, rng)
+        return self._points(hits, rng, conditions, air_rng)
 
     def render_sweep(self, scene: Scene, times: np.ndarray, pose_at: Callable[[float], Pose],
-                     rng: np.random.Generator | None, knots: int = 19) -> np.ndarray:
+                     rng: np.random.Generator | None, knots: int = 19, conditions: Conditions = CLEAR_DAY,
+                     air_rng: np.random.Generator | None = None) -> np.ndarray:
         """(columns, rings, 4) float32 of a moving sensor: column c is fired from pose_at(times[c])
         and its points are in the sensor frame of that instant, as a spinning LiDAR's are.
 
@@ -116,12 +126,29 @@ class LidarModel:
         motion = Motion(origins.astype(np.float32), dirs.astype(np.float32), slack_m=slack_m,
                         slack_rad=slack_rad)
         hits = cast(scene, self.bundle, positions[mid], rotations[mid], cfg.range_m, motion=motion)
-        return self._points(hits, rng)
+        return self._points(hits, rng, conditions, air_rng)
 
-    def _points(self, hits, rng: np.random.Generator | None) -> np.ndarray:
+    def _points(self, hits, rng: np.random.Generator | None, conditions: Conditions,
+                air_rng: np.random.Generator | None) -> np.ndarray:
         cfg = self.config
         f32 = np.float32
         dist = hits.distance.reshape(cfg.columns, cfg.rings).astype(f32)
+        material = hits.material.reshape(dist.shape)
+        intensity = INTENSITY_TABLE[material]
+        if conditions.wetness > 0.0:
+            intensity[np.isin(material, GROUND)] *= f32(conditions.ground_reflectivity)
+        extinction = conditions.extinction_per_m
+        if extinction > 0.0:
+            if air_rng is None:
+                raise ValueError("dust or fog needs the draws of the air (air_rng)")
+            # where the beam meets the particles, counted both ways: lost there if before its hit
+            met = air_rng.exponential(1.0 / (2.0 * extinction), dist.shape).astype(f32)
+            lost = met < np.minimum(dist, f32(cfg.range_m))
+            dust_share = conditions.dust / (conditions.dust + conditions.fog)
+            echo = lost & (air_rng.random(dist.shape) < 0.5 * dust_share)
+            dist[lost] = np.inf
+            dist[echo] = met[echo]  # back from the dust cloud: short and weak
+            intensity[echo] = f32(DUST_RETURN_INTENSITY)
         valid = np.isfinite(dist)
         if rng is not None and self.range_noise_m > 0.0:
             noise = rng.standard_normal(dist.shape, dtype=f32)
@@ -130,7 +157,7 @@ class LidarModel:
         dist[~valid] = np.nan
         out = np.empty((cfg.columns, cfg.rings, 4), f32)
         np.multiply(self._dirs32, dist[..., None], out=out[..., :3])
-        out[..., 3] = np.where(valid, INTENSITY_TABLE[hits.material.reshape(dist.shape)], f32(0.0))
+        out[..., 3] = np.where(valid, intensity, f32(0.0))
         return out
 
 
@@ -246,12 +273,10 @@ def _camera_rays(width: int, height: int, fx: float, fy: float, cx: float, cy: f
     return RayBundle.build(dirs.reshape(-1, 3), groups, np.float32), valid.reshape(-1)
 
 
-_SUN = np.array([0.45, -0.45, 0.77])  # from the south-east, about 50 deg up
-_SUN /= np.linalg.norm(_SUN)
 _SKY_HORIZON = (235.0, 215.0, 200.0)
 _SKY_ZENITH = (205.0, 140.0, 80.0)
 _HAZE = (225.0, 210.0, 200.0)
-_FOG_M = 700.0
+_DUST = (120.0, 150.0, 175.0)  # brown-grey
 # COLOUR_TABLE as one 256-byte translation table per channel (material index -> colour byte)
 _COLOUR_BYTES = tuple(bytes(COLOUR_TABLE[:, c].astype(np.uint8).tolist()).ljust(256, b"\0") for c in range(3))
 
@@ -284,13 +309,15 @@ class CameraModel:
         return self._noise
 
     def render(self, scene: Scene, camera: Pose, rng: np.random.Generator | None,
-               noise_rng: np.random.Generator | None = None) -> np.ndarray:
+               noise_rng: np.random.Generator | None = None, conditions: Conditions = CLEAR_DAY
+               ) -> np.ndarray:
         """(height, width, 3) uint8 bgr8 image seen from `camera` (camera frame FLU -> world)."""
         cfg = self.config
         f32 = np.float32
+        light = f32(conditions.light)
         # the ground on a 4-pixel grid with two Newton steps, interpolated in between: a pixel
         # needs far less than a LiDAR return
-        hits = cast(scene, self.bundle, camera.position, camera.rotation, self.FAR_M, sun=_SUN,
+        hits = cast(scene, self.bundle, camera.position, camera.rotation, self.FAR_M, sun=conditions.sun,
                     ground_iterations=2, ground_tolerance_m=None,
                     ground_grid=(cfg.height, cfg.width, 4))
         dist, mat, lit = hits.distance, hits.material, hits.sun_cos
@@ -302,15 +329,28 @@ class CameraModel:
         blend *= f32(1.0 / 30.0)
         np.clip(blend, 0.0, 1.0, out=blend)
         blend *= (mat == MAT["crop"]) | (mat == MAT["soil"])
-        fog = finite_dist + f32(_FOG_M)
+        fog = finite_dist + f32(CLEAR_HAZE_M)
         np.divide(finite_dist, fog, out=fog)
+        haze_per_m = conditions.haze_per_m
+        if haze_per_m > 0.0:  # dust or fog: what the clear haze left is dimmed further
+            clear = np.exp(finite_dist * f32(-haze_per_m))
+            fog = f32(1.0) - (f32(1.0) - fog) * clear
         keep = lit * f32(0.55)  # shade, faded by the fog
         keep += f32(0.45)
         keep *= f32(1.0) - fog
+        if conditions.wetness > 0.0:
+            keep[np.isin(mat, GROUND)] *= f32(conditions.ground_shade)
+        keep *= light
         own = f32(1.0) - blend  # pixel = own colour * own + rows' mean * blend + haze * fog
         own *= keep
         blend *= keep
+        fog *= light
         up = np.sqrt(np.clip(hits.dirs_world[2, sky], 0.0, 1.0))
+        # the sky behind dust or fog: the haze's share at the visibility's distance from the clear day's
+        veil = f32(1.0 - math.exp(-haze_per_m * SKY_AIR_M))
+        airborne = conditions.dust + conditions.fog
+        haze = _HAZE if airborne == 0.0 else tuple(
+            (h * conditions.fog + d * conditions.dust) / airborne for h, d in zip(_HAZE, _DUST))
         n = len(dist)
         noise = None
         if rng is not None:
@@ -325,8 +365,9 @@ class CameraModel:
             # the material's colour by a byte table: three times faster than indexing an array
             np.multiply(np.frombuffer(mat.tobytes().translate(_COLOUR_BYTES[c]), np.uint8), own, out=ch)
             ch += f32(rows_mean[c]) * blend
-            ch += f32(_HAZE[c]) * fog
-            ch[sky] = f32(_SKY_HORIZON[c]) + f32(_SKY_ZENITH[c] - _SKY_HORIZON[c]) * up
+            ch += f32(haze[c]) * fog
+            sky_colour = f32(_SKY_HORIZON[c]) + f32(_SKY_ZENITH[c] - _SKY_HORIZON[c]) * up
+            ch[sky] = (sky_colour * (f32(1.0) - veil) + f32(haze[c]) * veil) * light
             if noise is not None:
                 ch += noise[c]
             ch[self._invalid] = 0.0

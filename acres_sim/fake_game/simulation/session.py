@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from acres_sim.episode.log_file import read_episode
+from acres_sim.episode.log_file import CONDITIONS, OBJECTS, SHIFTS, WORLD, Topic, read_episode
 from acres_sim.fake_game.simulation.agent_states import (
     CONTROL_DRIVEN,
     CONTROL_PLACED,
@@ -64,7 +64,14 @@ from acres_sim.fake_game.simulation.entities import (
     finite_vector,
     float_triple,
 )
-from acres_sim.fake_game.simulation.episode_hub import EpisodeHub, EpisodeListener, Replay, agent_states
+from acres_sim.fake_game.simulation.episode_hub import (
+    EpisodeHub,
+    EpisodeListener,
+    Replay,
+    agent_states,
+    header,
+)
+from acres_sim.fake_game.simulation.farm_marks import FarmMarks
 from acres_sim.fake_game.simulation.render_pool import AgentRenders, RenderPool
 from acres_sim.fake_game.simulation.session_config import AgentSpec, SessionConfig
 from acres_sim.fake_game.simulation.sinks import (
@@ -76,6 +83,7 @@ from acres_sim.fake_game.simulation.sinks import (
     stdout_log,
 )
 from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
+from acres_sim.fake_game.simulation.world_changes import WorldChanges
 from acres_sim.fake_game.simulation.world_clock import SensorSchedule, world_time
 from acres_sim.fake_game.world.motion import DrivenMotion, HeldMotion, RouteMotion
 from acres_sim.rotations import quaternion_to_matrix
@@ -90,8 +98,9 @@ from acres_sim.stream.protocol import (
 )
 from acres_sim.stream.timing import PHYSICS_HZ
 
-RESET_SCOPES = ("time", "state", "all")
+RESET_SCOPES = ("time", "state", "all", "spawned")
 WORLD_NAME = "acres_farm_loop"  # the fake world's one map
+WORLD_FRAME = "map"  # the frame of the objects' poses (the grid ENU world frame)
 VEHICLE_CLOCK_LEAD_S = 1234.5  # vehicle time minus world time of agent 0
 MAX_STEPS_PER_REQUEST = 1_000_000
 AGENT_SPACING_M = 40.0  # distance along the loop between the start places of the agents
@@ -158,6 +167,8 @@ class Session:
         self._anchor: tuple[float, int] | None = None  # (monotonic, step) the pacing counts from
         self._render_error: BaseException | None = None
         self._hub = EpisodeHub("fake_game", WORLD_NAME, config.seed, log)
+        self._world: WorldChanges | None = None  # once started
+        self._farm = FarmMarks()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -207,6 +218,7 @@ class Session:
         real_time = not cfg.lockstep and 0.0 < cfg.realtime_factor <= 1.0
         workers = cfg.render_workers or min(len(self._agents) * (1 if real_time else 2), os.cpu_count() or 1)
         self._pool = RenderPool(max(1, workers))
+        self._world = WorldChanges(scene, self.agents)
         self._open_episode(cfg)
         self._thread = threading.Thread(target=self._run, name="simulation", daemon=True)
         self._thread.start()
@@ -220,6 +232,7 @@ class Session:
         hub = self._hub
         hub.set_agents([self._agent_info(a) for a in self._agents], 0.0)
         hub.new_episode(0.0)
+        self._publish_world(0.0, WORLD)
         hub.latest = agent_states(0, 0.0, self._states(0, 0.0, {}, count=False))
         if cfg.episode_replay:
             self._begin_replay(self._load_replay(cfg.episode_replay))
@@ -304,7 +317,7 @@ class Session:
                 for agent in self._agents:
                     agent.stream.publish(FrameType.BARRIER, stamp, encode_barrier(step))
                     if agent.driving is not None:
-                        agent.driving.bridge.barrier(step, stamp)
+                        agent.driving.bridge.barrier(step, stamp + agent.clock_lead_s)
             if self._duration_reached():
                 self._finished.set()
             return step, stamp
@@ -319,7 +332,12 @@ class Session:
 
     def _reset_locked(self, scope: str, to_step: int = 0, replay_of: str = "") -> None:
         hub = self._hub
-        self._end_replay(f"reset {scope}")
+        if scope == "spawned":  # the objects leave; nothing else changes
+            if self._world_changes().clear_objects():
+                self._apply_world(world_time(self._step), (OBJECTS,))
+        else:
+            self._end_replay(f"reset {scope}")
+            self._farm.forget()
         if scope in ("time", "all"):
             if hub.recording and to_step < self._step:  # the log time never goes back: it ends here
                 hub.stop_recording(f"reset {scope}")
@@ -346,21 +364,104 @@ class Session:
         now = world_time(self._step)
         if scope == "all":
             hub.new_episode(now, replay_of)
+            self._world_changes().as_launched()
+            self._apply_world(now, WORLD)
         hub.latest = agent_states(self._step, now, self._states(self._step, now, {}, count=False))
         # The Vehicle Bridges hear of it before the answer: the state now, then a barrier.
         for agent in self._agents:
             driving = agent.driving
             if driving is not None and driving.bridge.connected:
                 driving.bridge.report(self._vehicle_report(agent, self._step, now, reset=scope))
-                driving.bridge.barrier(self._step, now)
+                driving.bridge.barrier(self._step, now + agent.clock_lead_s)
 
     def _agent(self, name: Any) -> _Agent:
         for agent in self._agents:
             if agent.spec.agent == name:
                 return agent
-        raise UnknownAgent(f"no agent {name!r}; the agents are {', '.join(self.agents) or 'none'}")
+        objects = list(self._world.objects) if self._world is not None else []
+        raise UnknownAgent(f"no entity {name!r}; the agents are {', '.join(self.agents) or 'none'}, the "
+                           f"objects {', '.join(objects) or 'none'}")
+
+    # -- entities: the agents and the spawned objects (control channel) ----------------------
+
+    @property
+    def entities(self) -> list[str]:
+        with self._world_lock:
+            return self.agents + list(self._world_changes().objects)
+
+    def spawnables(self) -> list[dict[str, Any]]:
+        return WorldChanges.spawnables()
+
+    def spawn(self, name: Any, uri: Any, position: Any, orientation: Any, allow_renaming: Any = False
+              ) -> EntityState:
+        """An object from the catalogue, standing on the ground at (x, y), seen from the next render."""
+        if not isinstance(allow_renaming, bool):
+            raise ValueError(f"allow_renaming must be true or false, got {allow_renaming!r}")
+        with self._between_steps():
+            placed = self._world_changes().spawn(name, uri, position, orientation, allow_renaming)
+            self._apply_world(world_time(self._step), (OBJECTS,))
+            self._log(f"ACRES_FAKE_GAME_SPAWNED name={placed.name} uri={placed.kind.uri} "
+                      f"x={placed.x:.3f} y={placed.y:.3f} z={placed.z:.3f} yaw={placed.yaw:.4f}")
+        return self.entity_state(placed.name)
+
+    def delete(self, name: Any) -> None:
+        with self._between_steps():
+            self._world_changes().delete(name)
+            self._apply_world(world_time(self._step), (OBJECTS,))
+            self._log(f"ACRES_FAKE_GAME_DELETED name={name}")
+
+    def set_conditions(self, values: Any) -> dict[str, Any]:
+        with self._between_steps():
+            t = world_time(self._step)
+            conditions = self._world_changes().set_conditions(values)
+            self._apply_world(t, (CONDITIONS,))
+            return conditions.message(header(t))
+
+    def set_shift(self, agent: Any, values: Any) -> dict[str, Any]:
+        with self._between_steps():
+            shift = self._world_changes().set_shift(agent, values)
+            self._apply_world(world_time(self._step), (SHIFTS,))
+            return shift.message(agent)
+
+    def _world_changes(self) -> WorldChanges:
+        if self._world is None:
+            raise RuntimeError("the session has not started")
+        return self._world
+
+    def _apply_world(self, t: float, changed: tuple[Topic, ...]) -> None:
+        """(world lock held, no render in flight) The agents' sensors and vehicles see the world as
+        it now is; the changed messages go to the listeners and the log."""
+        world = self._world_changes()
+        for agent in self._agents:
+            simulator = agent.simulator
+            simulator.scene = world.scene
+            simulator.conditions = world.conditions
+            simulator.shift = world.shifts[agent.spec.agent]
+            if agent.driving is not None:
+                agent.driving.set_shift(simulator.shift)
+            agent.renders.forget_cache()
+        self._publish_world(t, changed)
+
+    def _publish_world(self, t: float, changed: tuple[Topic, ...]) -> None:
+        world, stamp = self._world_changes(), header(t)
+        for topic in changed:
+            if topic is OBJECTS:
+                self._hub.set_latched(OBJECTS, world.objects_message(dict(stamp, frame_id=WORLD_FRAME)))
+            elif topic is SHIFTS:
+                self._hub.set_latched(SHIFTS, world.shifts_message(stamp))
+            else:
+                self._hub.set_latched(CONDITIONS, world.conditions_message(stamp))
 
     def entity_state(self, name: Any) -> EntityState:
+        placed = self._world_changes().objects.get(name) if isinstance(name, str) else None
+        if placed is not None:
+            with self._world_lock:
+                step = self._step
+            return EntityState(agent=placed.name, step=step, time_s=world_time(step),
+                               position=(placed.x, placed.y, placed.z),
+                               orientation=(0.0, 0.0, math.sin(0.5 * placed.yaw), math.cos(0.5 * placed.yaw)),
+                               linear_velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0),
+                               linear_acceleration=(0.0, 0.0, 0.0), held=True)
         agent = self._agent(name)
         with self._world_lock:  # not in the middle of a step
             step = self._step
@@ -383,7 +484,17 @@ class Session:
                          linear_velocity: Any = (0.0, 0.0, 0.0),
                          angular_velocity: Any = (0.0, 0.0, 0.0)) -> EntityState:
         """Place an agent: it holds this pose (moving on with the given world-frame twist) from the
-        current world time until a state reset."""
+        current world time until a state reset. Move an object: it stands on the ground there (a
+        twist is refused: objects do not move by themselves)."""
+        if isinstance(name, str) and name in self._world_changes().objects:
+            twist = finite_vector("linear_velocity", linear_velocity, 3) + finite_vector(
+                "angular_velocity", angular_velocity, 3)
+            if any(twist):
+                raise InvalidPose(f"{name} is an object: it stands still (give a zero twist)")
+            with self._between_steps():
+                self._world_changes().move(name, position, orientation)
+                self._apply_world(world_time(self._step), (OBJECTS,))
+            return self.entity_state(name)
         agent = self._agent(name)
         position = finite_vector("position", position, 3)
         velocity = finite_vector("linear_velocity", linear_velocity, 3)
@@ -503,6 +614,7 @@ class Session:
                 agent.replay_track = DrivenMotion(knot_of(state, t))
                 agent.simulator.place(agent.replay_track)
         self._hub.replay = replay
+        self._replay_world(replay, t)
         self._hub.latest = agent_states(first, t, self._states(first, t, states))
         self._log(f"ACRES_FAKE_GAME_REPLAY path={replay.log.path} steps={first}..{replay.last_step}")
         self._hub.replay_event(t)
@@ -521,6 +633,27 @@ class Session:
         self._log(f"ACRES_FAKE_GAME_REPLAY_STOPPED path={replay.log.path} reason={reason}")
         self._hub.replay_event(t)
 
+    def _replay_world(self, replay: Replay, t: float) -> None:
+        """(world lock held) The logged objects, shifts and conditions due by world time t."""
+        world = self._world_changes()
+        due = round(t * 1e9)
+        changed: list[Topic] = []
+        while replay.world_next < len(replay.log.world) and replay.log.world[replay.world_next][0] <= due:
+            _ns, topic, message = replay.log.world[replay.world_next]
+            replay.world_next += 1
+            if topic is OBJECTS:
+                world.restore(message["objects"])
+            elif topic is SHIFTS:
+                for shift in message["shifts"]:
+                    if shift["agent"] in world.shifts:
+                        world.set_shift(shift["agent"], {k: v for k, v in shift.items() if k != "agent"})
+            else:
+                world.set_conditions({k: v for k, v in message.items() if k != "header"})
+            if topic not in changed:
+                changed.append(topic)
+        if changed:
+            self._apply_world(t, tuple(changed))
+
     def _hold(self, agent: _Agent, t: float) -> None:
         pose = agent.simulator.body_pose(t)
         agent.simulator.place(HeldMotion(t, (float(pose.position[0]), float(pose.position[1]),
@@ -532,6 +665,7 @@ class Session:
         replay = self._hub.replay
         if replay is None:
             return {}
+        self._replay_world(replay, t)
         logged = replay.by_step.get(step)
         if logged is None:
             last = replay.by_step[replay.last_step]
@@ -557,7 +691,13 @@ class Session:
         for agent in self._agents:
             name = agent.spec.agent
             if name in replayed:
-                states.append(replayed[name])
+                logged = replayed[name]
+                states.append(logged)
+                if count:
+                    self._farm.observe(agent.simulator.scene, name, agent.spec.vehicle,
+                                       VEHICLE_PARAMS[agent.spec.vehicle], knot_of(logged, t),
+                                       logged["steer_rad"], agent.simulator.conditions.wetness,
+                                       logged["surface_class"], logged["field_id"])
                 continue
             simulator = agent.simulator
             params = VEHICLE_PARAMS[agent.spec.vehicle]
@@ -575,7 +715,11 @@ class Session:
             if count and step > 0:
                 agent.ledger.add(params, knot.speed, knot.yaw_rate, simulator.grade(knot.x, knot.y, knot.yaw),
                                  surfaces, 1.0 / PHYSICS_HZ, model)
-            states.append(agent_state(name, kin, knot, steer, surfaces, fields, agent.ledger, control))
+            state = agent_state(name, kin, knot, steer, surfaces, fields, agent.ledger, control)
+            states.append(state)
+            if count:
+                self._farm.observe(simulator.scene, name, agent.spec.vehicle, params, knot,
+                                   state["steer_rad"], simulator.conditions.wetness, surfaces, fields)
         return states
 
     # -- the loop -----------------------------------------------------------------------------
@@ -631,7 +775,8 @@ class Session:
         for agent in self._agents:
             self._agent_step(agent, step, t, agent.spec.agent in replayed)
         self._step = step
-        self._hub.step(step, t, self._states(step, t, replayed))
+        states = self._states(step, t, replayed)
+        self._hub.step(step, t, states, *self._farm.take(header(t)))
 
     def _agent_step(self, agent: _Agent, step: int, t: float, replayed: bool) -> None:
         driving = agent.driving

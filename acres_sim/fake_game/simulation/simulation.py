@@ -24,14 +24,16 @@ from acres_sim.stream.hello import Hello
 from acres_sim.stream.timing import column_firing_offsets
 from acres_sim.rotations import matrix_to_quaternion
 
+from acres_sim.fake_game.world.conditions import CLEAR_DAY, Conditions
 from acres_sim.fake_game.world.georef import Georeference
 from acres_sim.fake_game.world.motion import DriveKnot, DrivenMotion, HeldMotion, Motion, RouteMotion
 from acres_sim.fake_game.world.route import DriveProfile
 from acres_sim.fake_game.world.scene import Scene, default_scene
 from acres_sim.fake_game.simulation.sensors import CameraModel, InsModel, Kinematics, LidarModel, Pose
+from acres_sim.fake_game.simulation.shifts import CALIBRATED, VehicleShift
 from acres_sim.fake_game.simulation.vehicles import VEHICLES, lidar_elevations_deg
 
-_INS_STREAM, _LIDAR_STREAM, _CAMERA_STREAM, _CAMERA_NOISE_STREAM = 1, 2, 3, 4
+_INS_STREAM, _LIDAR_STREAM, _CAMERA_STREAM, _CAMERA_NOISE_STREAM, _AIR_STREAM = 1, 2, 3, 4, 5
 _MASK64 = (1 << 64) - 1
 
 
@@ -68,6 +70,9 @@ class AgentSimulator:
         self._lidar = LidarModel(hello.lidar, _elevations(hello)) if hello.lidar.enabled else None
         self._camera: CameraModel | None = None
         self._camera_lock = threading.Lock()
+        # The world as the control channel varies it (changed between steps, never while a render runs)
+        self.conditions: Conditions = CLEAR_DAY
+        self.shift: VehicleShift = CALIBRATED
 
     def _new_ins(self) -> InsModel:
         return InsModel(self.georef, self.hello.ins.position_flu_m,
@@ -226,13 +231,30 @@ class AgentSimulator:
             raise ValueError(f"agent {self.hello.agent} has no LiDAR in its Hello")
         lidar = self.hello.lidar
         times = t_end + column_firing_offsets(lidar.columns, lidar.hz)
-        rng = self._rng(_LIDAR_STREAM, self._stamp_key(t_end)) if self.noise else None
-        return self._lidar.render_sweep(self.scene, times, self.lidar_pose, rng)
+        key = self._stamp_key(t_end)
+        rng = self._rng(_LIDAR_STREAM, key) if self.noise else None
+        conditions = self.conditions
+        air = self._rng(_AIR_STREAM, key) if conditions.extinction_per_m > 0.0 else None
+        return self._lidar.render_sweep(self.scene, times, self.lidar_pose, rng, conditions=conditions,
+                                        air_rng=air)
 
     def lidar_pose(self, t: float) -> Pose:
-        """The LiDAR's pose in the world at world time t (its mount on the moving body)."""
-        lidar = self.hello.lidar
-        return self.body_pose(t).compose(lidar.position_flu_m, lidar.rpy_deg)
+        """The LiDAR's pose in the world at world time t: its mount on the moving body, as shifted."""
+        lidar, shift = self.hello.lidar, self.shift
+        return self._mount_pose(t, lidar.position_flu_m, lidar.rpy_deg, shift.lidar_offset_m,
+                                shift.lidar_rpy_deg)
+
+    def camera_pose(self, t: float) -> Pose:
+        """The camera's pose in the world at world time t: its mount on the body, as shifted."""
+        cam, shift = self.hello.camera, self.shift
+        return self._mount_pose(t, cam.position_flu_m, cam.rpy_deg, shift.camera_offset_m,
+                                shift.camera_rpy_deg)
+
+    def _mount_pose(self, t: float, position, rpy, offset, rpy_offset) -> Pose:
+        """A mount of the Hello with a shift's offsets added (none: the calibrated mount, bit for bit)."""
+        if self.shift.calibrated:
+            return self.body_pose(t).compose(position, rpy)
+        return self.body_pose(t).compose(np.add(position, offset), np.add(rpy, rpy_offset))
 
     def prepare(self) -> None:
         """Build the sensor models now. The camera's ray table (the lens model inverted for every
@@ -252,10 +274,9 @@ class AgentSimulator:
         if not self.hello.camera.enabled:
             raise ValueError(f"agent {self.hello.agent} has no camera in its Hello")
         model = self._camera_model()
-        cam = self.hello.camera
-        pose = self.body_pose(t).compose(cam.position_flu_m, cam.rpy_deg)
+        pose = self.camera_pose(t)
         rng = noise_rng = None
         if self.noise:
             rng = self._rng(_CAMERA_STREAM, self._stamp_key(t))
             noise_rng = self._rng(_CAMERA_NOISE_STREAM)
-        return model.render(self.scene, pose, rng, noise_rng)
+        return model.render(self.scene, pose, rng, noise_rng, self.conditions)

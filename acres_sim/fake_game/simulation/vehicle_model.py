@@ -117,6 +117,11 @@ class VehicleModel:
         self.params = params
         self.state = state
         self.command = RELEASED
+        # A drifted vehicle (a hardware shift): the steering holds this angle at a zero request, and
+        # the drive and the brakes give these shares of their calibrated force.
+        self.steering_offset_rad = 0.0
+        self.throttle_gain = 1.0
+        self.brake_gain = 1.0
 
     def step(self, command: VehicleCommand, dt: float, grade: float = 0.0) -> VehicleState:
         """One physics step of dt seconds under `command`; `grade`: the terrain's slope along the
@@ -124,7 +129,8 @@ class VehicleModel:
         p, s = self.params, self.state
         self.command = command
         # Steering: first-order lag towards the request, then the actuator's rate limit.
-        target = _clamp(command.steer_request_rad, -p.max_steer_rad, p.max_steer_rad)
+        request = command.steer_request_rad + self.steering_offset_rad
+        target = _clamp(request, -p.max_steer_rad, p.max_steer_rad)
         wanted = (target - s.steer_rad) * min(1.0, dt / p.steer_time_constant_s)
         limit = p.steer_rate_rad_s * dt
         steer = s.steer_rad + _clamp(wanted, -limit, limit)
@@ -141,9 +147,10 @@ class VehicleModel:
         v = s.speed_mps
         cos_g = 1.0 / math.sqrt(1.0 + grade * grade)
         along = p.mass_kg * GRAVITY * grade * cos_g  # the slope's pull, against +x when uphill
-        push = (direction * throttle * p.drive_force_n if driving else 0.0) - along
+        push = (direction * throttle * self.throttle_gain * p.drive_force_n if driving else 0.0) - along
         # Forces that only ever slow the vehicle down (to rest, never beyond): brake, rolling.
-        resist = (brake * p.brake_force_n + p.rolling_resistance * p.mass_kg * GRAVITY * cos_g
+        resist = (brake * self.brake_gain * p.brake_force_n
+                  + p.rolling_resistance * p.mass_kg * GRAVITY * cos_g
                   + p.drag_n_s2_m2 * v * v)
         if gear == GEAR_PARK:
             resist += p.brake_force_n

@@ -3,21 +3,33 @@
     {"op": "step", "steps": N}  -> {"ok": true, "step": S, "time_s": T}   (after the barriers)
         "paused_only": true refuses (code incorrect_state) while the world is playing
     {"op": "pause"} / {"op": "play"} / {"op": "status"}  -> {"ok": true, ...}
-    {"op": "reset", "scope": "time" | "state" | "all"}  -> {"ok": true, "step": 0, "time_s": 0.0}
+    {"op": "reset", "scope": "time" | "state" | "all" | "spawned"}  -> {"ok": true, "step": 0, "time_s": 0.0}
     {"op": "entities"}  -> {"ok": true, "entities": [...]}
     {"op": "get_state", "agent": A}  -> {"ok": true, "agent": A, "position": [...], ...}
     {"op": "set_state", "agent": A, "position": [x, y, z], "orientation": [x, y, z, w],
      "linear_velocity": [...], "angular_velocity": [...]}  -> the new state, as get_state
     {"op": "record_start", "path": F} / {"op": "record_stop"}  -> the recording's status / summary
     {"op": "replay_start", "path": F} / {"op": "replay_stop"}  -> the replay's status
+    {"op": "spawnables"}  -> {"ok": true, "spawnables": [{"uri", "description", "size_m"}, ...]}
+    {"op": "spawn", "uri": U, "name": N, "position": [x, y, z], "orientation": [x, y, z, w],
+     "allow_renaming": false}  -> the object's state (as get_state); codes name_taken, name_invalid,
+                                  no_resource, invalid_pose
+    {"op": "delete", "name": N}  -> {"ok": true}; codes not_found, not_deletable (an agent)
+    {"op": "set_shift", "agent": A, "shift": {VehicleShift fields}}  -> {"ok": true, "shift": {...}}
+    {"op": "set_conditions", "conditions": {Conditions fields}}  -> {"ok": true, "conditions": {...}}
+                                  (fields left out keep their value); code out_of_range
     {"op": "episode_status"}  -> {"ok": true, "episode_id": ..., "recording": {...}, "replay": {...}}
     {"op": "watch"}  -> {"ok": true}, then this connection carries events, one JSON object per line:
-        {"event": "episode" | "agents" | "states" | "recording" | "replay", "body": {...}}
-        (body: acres_interfaces Episode, Agents, AgentStates as dicts of their fields; the
-        recording's and the replay's status); every step's states before the step's answer.
+        {"event": "episode" | "agents" | "objects" | "shifts" | "conditions" | "farm_events" |
+         "farm_stamps" | "states" | "recording" | "replay", "body": {...}}
+        (body: acres_interfaces Episode, Agents, WorldObjects, VehicleShifts, Conditions,
+        FarmEvents, FarmStamps, AgentStates as dicts of their fields; the recording's and the
+        replay's status); every step's farm events, stamps and states before the step's answer.
     anything else -> {"ok": false, "error": "...", "code": C}; the connection stays open.
 
-Error codes: bad_request (malformed or out-of-range request), not_found (no such agent),
+Error codes: bad_request (malformed or out-of-range request), not_found (no such entity),
+name_taken, name_invalid, no_resource (spawn), not_deletable (an agent), out_of_range (a shift or
+conditions),
 invalid_pose (a pose that cannot be placed), incorrect_state (a paused_only step while playing),
 file_error (an episode log that cannot be written or read), ended (the session has ended), failed
 (anything else).
@@ -42,11 +54,28 @@ from acres_sim.episode.log_file import EpisodeLogError
 from acres_sim.fake_game.sockets.loopback_server import LoopbackServer
 from acres_sim.net.lines import TOO_LONG, read_lines
 from acres_sim.fake_game.simulation.sinks import LogFn, stdout_log
-from acres_sim.fake_game.simulation.entities import EntityState, InvalidPose, UnknownAgent
+from acres_sim.fake_game.simulation.entities import (
+    EntityState,
+    InvalidPose,
+    NameInvalid,
+    NameTaken,
+    NotDeletable,
+    OutOfRange,
+    UnknownAgent,
+    UnknownResource,
+)
 from acres_sim.fake_game.simulation.session import NotPaused, Session
 
 MAX_LINE_BYTES = 64 * 1024
-MAX_QUEUED_EVENTS = 4096  # 34 s of steps at 120 Hz
+# The refusals a request may meet and their codes (the first that matches); other ValueErrors are
+# bad_request, RuntimeErrors ended.
+REFUSAL_CODES = (
+    (UnknownAgent, "not_found"), (InvalidPose, "invalid_pose"), (NameTaken, "name_taken"),
+    (NameInvalid, "name_invalid"), (UnknownResource, "no_resource"), (NotDeletable, "not_deletable"),
+    (OutOfRange, "out_of_range"), (EpisodeLogError, "file_error"), (NotPaused, "incorrect_state"),
+)
+REFUSALS = tuple(kind for kind, _code in REFUSAL_CODES)
+MAX_QUEUED_EVENTS = 12288  # 34 s of steps at 120 Hz (farm events, stamps, states)
 
 
 class _Watcher:
@@ -175,14 +204,8 @@ class ControlServer(LoopbackServer):
             return _error("bad_request", f"unknown op {op!r}: expected {', '.join(self._OPS)}")
         try:
             return {"ok": True, **answer(self._session, request)}
-        except UnknownAgent as exc:
-            return _error("not_found", str(exc))
-        except InvalidPose as exc:
-            return _error("invalid_pose", str(exc))
-        except EpisodeLogError as exc:
-            return _error("file_error", str(exc))
-        except NotPaused as exc:
-            return _error("incorrect_state", str(exc))
+        except REFUSALS as exc:
+            return _error(next(code for kind, code in REFUSAL_CODES if isinstance(exc, kind)), str(exc))
         except ValueError as exc:
             return _error("bad_request", str(exc))
         except RuntimeError as exc:
@@ -224,13 +247,26 @@ class ControlServer(LoopbackServer):
             request.get("agent"), request.get("position"), request.get("orientation"),
             request.get("linear_velocity", zero), request.get("angular_velocity", zero)))
 
+    @staticmethod
+    def _spawn(session: Session, request: dict[str, Any]) -> dict[str, Any]:
+        return _state(session.spawn(request.get("name", ""), request.get("uri"), request.get("position"),
+                                    request.get("orientation", [0.0, 0.0, 0.0, 1.0]),
+                                    request.get("allow_renaming", False)))
+
     _OPS = {
         "step": _step,
         "pause": _pause,
         "play": _play,
         "status": lambda session, request: session.status(),
         "reset": _reset,
-        "entities": lambda session, request: {"entities": session.agents},
+        "entities": lambda session, request: {"entities": session.entities},
+        "spawnables": lambda session, request: {"spawnables": session.spawnables()},
+        "spawn": _spawn,
+        "delete": lambda session, request: session.delete(request.get("name")) or {},
+        "set_shift": lambda session, request: {"shift": session.set_shift(request.get("agent"),
+                                                                          request.get("shift"))},
+        "set_conditions": lambda session, request: {"conditions": session.set_conditions(
+            request.get("conditions"))},
         "get_state": _get_state,
         "set_state": _set_state,
         "record_start": lambda session, request: session.start_recording(request.get("path")),

@@ -8,16 +8,21 @@ listen queue):
 game -> client
     {"type": "hello", "agent", "vehicle", "physics_hz", "params": {wheelbase_m, ...}}   on connect,
                                                       then a report of the state the world is in
-    {"type": "report", "step", "time_s", "vehicle_time_s", "driven", "command_stamp_s",
+    {"type": "report", "step", "vehicle_time_s", "driven", "command_stamp_s",
      "steer_rad", "steer_request_rad", "throttle", "brake", "direction", "gear", "speed_mps",
      "yaw_rate", "wheel_speeds_rad_s": [fl, fr, rl, rr], "rpm"}                          every step
     the same with "reset": "time" | "state" | "all"                 right after a reset (then a barrier)
     {"type": "held", "stamp_s"}                       a command taken: from the next physics step on
-    {"type": "barrier", "step", "time_s"}             after each lockstep step request, after its reports,
+    {"type": "barrier", "step", "vehicle_time_s"}     after each lockstep step request, after its reports,
                                                       and after each reset (after a report of the reset state)
     {"type": "error", "code": "bad_request", "error": "..."}                  a refused line; it goes on
 client -> game
     {"type": "command", "stamp_s", "steer_request_rad", "throttle", "brake", "gear"}
+
+Times in the game's messages are the vehicle's own physics time (vehicle_time_s), as the game's Vehicle
+Bridge reports them: world time = vehicle time + the offset of the agent's Clock frames (header stamp
+minus payload). A command's stamp_s is the client's own (world time, as ROS stamps it); the game only
+hands it back (held, command_stamp_s).
 
 The session applies the latest command at each physics step (zero-order hold). A client's first
 command takes the vehicle off its route. Outside lockstep a client that sends nothing for
@@ -100,8 +105,8 @@ class VehicleServer(LoopbackServer):
     def report(self, report: VehicleStepReport) -> None:
         self._send(report_message(report), droppable=True)
 
-    def barrier(self, step: int, time_s: float) -> None:
-        self._send({"type": "barrier", "step": step, "time_s": time_s}, droppable=False)
+    def barrier(self, step: int, vehicle_time_s: float) -> None:
+        self._send({"type": "barrier", "step": step, "vehicle_time_s": vehicle_time_s}, droppable=False)
 
     def _send(self, message: dict[str, Any], droppable: bool) -> None:
         line = (json.dumps(message, allow_nan=False) + "\n").encode()
@@ -192,8 +197,8 @@ class VehicleServer(LoopbackServer):
 def report_message(report: VehicleStepReport) -> dict[str, Any]:
     """A step's report as its JSON object (the "reset" key only on the report after a reset)."""
     message: dict[str, Any] = {
-        "type": "report", "step": report.step, "time_s": report.time_s,
-        "vehicle_time_s": report.vehicle_time_s, "driven": report.driven,
+        "type": "report", "step": report.step, "vehicle_time_s": report.vehicle_time_s,
+        "driven": report.driven,
         "command_stamp_s": report.command_stamp_s, "steer_rad": report.steer_rad,
         "steer_request_rad": report.steer_request_rad, "throttle": report.throttle, "brake": report.brake,
         "direction": report.direction, "gear": report.gear, "speed_mps": report.speed_mps,

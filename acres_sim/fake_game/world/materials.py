@@ -26,7 +26,13 @@ MATERIALS = (
     Material("wall", 110.0, (175, 180, 185)),
     Material("roof", 90.0, (70, 55, 150)),
     Material("post", 220.0, (20, 120, 250)),  # bright orange, retro-reflective marker posts
+    Material("straw", 95.0, (95, 185, 215)),  # bales
+    Material("timber", 60.0, (55, 95, 135)),  # fence panels
+    Material("clothing", 150.0, (40, 190, 230)),  # a person in a high-visibility jacket
+    Material("skin", 45.0, (120, 150, 200)),
 )
+GROUND_MATERIALS = ("soil", "crop", "road", "grass")
 MAT = {m.name: i for i, m in enumerate(MATERIALS)}
+GROUND = np.array([MAT[name] for name in GROUND_MATERIALS], np.uint8)  # what wetness darkens
 INTENSITY_TABLE = np.array([m.intensity for m in MATERIALS], np.float32)
 COLOUR_TABLE = np.array([m.bgr for m in MATERIALS], np.float32)

@@ -8,6 +8,7 @@ objects are in the scene.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -254,11 +255,12 @@ def _intersect(prim: Primitive, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarra
             disc = b * b - c
             t = -b - np.sqrt(disc)
             return np.where((disc >= 0.0) & (t > 0.0), t, np.inf).astype(dtype, copy=False), None
+        if prim.yaw_rad:  # a turned box: the rays in the box's own axes
+            px, py, dx, dy = _into_box(prim, px, py, dx, dy)
         # slabs, one axis at a time; a zero direction component becomes a tiny one (no NaN)
         tiny = np.finfo(dtype).tiny
         t_enter = t_exit = None
-        for axis, origin in enumerate((px, py, pz)):
-            da = d[axis]
+        for axis, (origin, da) in enumerate(((px, dx), (py, dy), (pz, dz))):
             inv = 1.0 / np.where(da == 0.0, tiny, da)
             t1 = (prim.lo[axis] - origin) * inv
             t2 = (prim.hi[axis] - origin) * inv
@@ -283,10 +285,26 @@ def _normals(prim: Primitive, o: np.ndarray, d: np.ndarray, t: np.ndarray, cap: 
         inv = 1.0 / prim.radius
         return np.stack([(hx - prim.x) * inv, (hy - prim.y) * inv, (hz - prim.z) * inv]).astype(dtype)
     # the entry face: the one the hit point is nearest to; its normal faces the ray
+    dx, dy = d[0], d[1]
+    if prim.yaw_rad:
+        hx, hy, dx, dy = _into_box(prim, hx, hy, dx, dy)
     gaps = [np.minimum(np.abs(h - lo), np.abs(h - hi)) for h, lo, hi in zip((hx, hy, hz), prim.lo, prim.hi)]
     face = np.argmin(np.stack(gaps), axis=0)
     normal = np.zeros((3, len(t)), dtype)
-    for axis in range(3):
+    for axis, da in enumerate((dx, dy, d[2])):
         on = face == axis
-        normal[axis, on] = -np.sign(d[axis, on])
+        normal[axis, on] = -np.sign(da[on])
+    if prim.yaw_rad:  # back to the world's axes
+        c, s = math.cos(prim.yaw_rad), math.sin(prim.yaw_rad)
+        normal[0], normal[1] = c * normal[0] - s * normal[1], s * normal[0] + c * normal[1]
     return normal
+
+
+def _into_box(box: Box, px, py, dx, dy):
+    """Positions (px, py) and directions (dx, dy) in the axes of a box turned by box.yaw_rad about
+    its centre (positions relative to the same centre, so lo and hi still apply)."""
+    cx, cy, _cz = box.centre
+    c, s = math.cos(box.yaw_rad), math.sin(box.yaw_rad)
+    rx, ry = px - cx, py - cy
+    return (cx + c * rx + s * ry, cy - s * rx + c * ry, (c * dx + s * dy).astype(dx.dtype, copy=False),
+            (c * dy - s * dx).astype(dx.dtype, copy=False))

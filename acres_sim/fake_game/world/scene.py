@@ -44,12 +44,19 @@ class Sphere:
 
 @dataclass(frozen=True)
 class Box:
-    """Axis-aligned box; the top face gets `roof_material`."""
+    """Box from lo to hi, turned by yaw_rad about the vertical through its centre (0: axis-aligned);
+    the top face gets `roof_material`."""
 
     lo: tuple[float, float, float]
     hi: tuple[float, float, float]
     material: int
     roof_material: int
+    yaw_rad: float = 0.0
+
+    @property
+    def centre(self) -> tuple[float, float, float]:
+        lo, hi = self.lo, self.hi
+        return (0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), 0.5 * (lo[2] + hi[2]))
 
 
 Primitive = Cylinder | Sphere | Box
@@ -95,6 +102,12 @@ def horizontal_extent(p: Primitive) -> tuple[float, float, float, float]:
     can only be ground."""
     if isinstance(p, (Cylinder, Sphere)):
         return p.x - p.radius, p.y - p.radius, p.x + p.radius, p.y + p.radius
+    if p.yaw_rad:
+        cx, cy, _cz = p.centre
+        c, s = abs(math.cos(p.yaw_rad)), abs(math.sin(p.yaw_rad))
+        hx, hy = 0.5 * (p.hi[0] - p.lo[0]), 0.5 * (p.hi[1] - p.lo[1])
+        ex, ey = c * hx + s * hy, s * hx + c * hy
+        return cx - ex, cy - ey, cx + ex, cy + ey
     return p.lo[0], p.lo[1], p.hi[0], p.hi[1]
 
 

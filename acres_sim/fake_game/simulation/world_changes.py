@@ -1,0 +1,177 @@
+"""How a session's world differs from the one it launched with (ROS-free): the objects spawned into
+it, its conditions and every agent's hardware shift. One owner, so that the control channel, a reset
+and a replay change them in one way, and the scene the sensors draw is built in one place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from typing import Any
+
+from acres_sim.fake_game.simulation.entities import (
+    InvalidPose,
+    NameInvalid,
+    NameTaken,
+    NotDeletable,
+    OutOfRange,
+    UnknownAgent,
+    UnknownResource,
+    finite_vector,
+    quaternion_yaw,
+)
+from acres_sim.fake_game.simulation.shifts import CALIBRATED, VehicleShift
+from acres_sim.fake_game.world.conditions import CLEAR_DAY, Conditions, InvalidConditions
+from acres_sim.fake_game.world.farm_objects import CATALOGUE, KINDS, URI_PREFIX, WorldObject, kind_of
+from acres_sim.fake_game.world.scene import Scene
+
+OBJECT_HALF_EXTENT_M = 1000.0  # objects stand within this of the map's origin (|x|, |y|)
+GROUND_TOLERANCE_M = 2.0  # a requested z this far from the ground is refused (the map's relief is 1.4 m)
+MAX_OBJECTS = 1000
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+
+
+class WorldChanges:
+    def __init__(self, base: Scene, agents: list[str]):
+        self.base = base
+        self.agents = list(agents)
+        self.objects: dict[str, WorldObject] = {}
+        self.conditions: Conditions = CLEAR_DAY
+        self.shifts: dict[str, VehicleShift] = dict.fromkeys(self.agents, CALIBRATED)
+        self.scene = base
+
+    # -- objects ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def spawnables() -> list[dict[str, Any]]:
+        """The catalogue: uri, description and size (m) of each kind."""
+        return [{"uri": k.uri, "description": k.description, "size_m": list(k.size_m)} for k in CATALOGUE]
+
+    def spawn(self, name: Any, uri: Any, position: Any, orientation: Any, allow_renaming: bool = False
+              ) -> WorldObject:
+        if not isinstance(uri, str) or kind_of(uri) is None:
+            raise UnknownResource(f"no spawnable {uri!r}: the catalogue has "
+                                  f"{', '.join(URI_PREFIX + k for k in KINDS)}")
+        kind = kind_of(uri)
+        assert kind is not None
+        if not isinstance(name, str):
+            raise NameInvalid(f"name must be a string, got {name!r}")
+        if len(self.objects) >= MAX_OBJECTS:
+            raise ValueError(f"the world holds {MAX_OBJECTS} spawned objects already: delete some first")
+        name = self._free_name(name or kind.name, allow_renaming or not name)
+        x, y, z, yaw = self._placement(position, orientation)
+        placed = WorldObject(name, kind, x, y, z, yaw)
+        self.objects[name] = placed
+        self._rebuild()
+        return placed
+
+    def _free_name(self, name: str, renaming: bool) -> str:
+        if not _NAME.fullmatch(name):
+            raise NameInvalid(f"name {name!r} is not valid: a letter, then up to 63 letters, digits or '_'")
+        taken = set(self.objects) | set(self.agents)
+        if name not in taken:
+            return name
+        if not renaming:
+            owner = "an agent" if name in self.agents else "an object"
+            raise NameTaken(f"the name {name!r} is taken (by {owner})")
+        number = 1
+        while f"{name}_{number}" in taken:
+            number += 1
+        return f"{name}_{number}"
+
+    def _placement(self, position: Any, orientation: Any) -> tuple[float, float, float, float]:
+        """x, y, the ground's z there and the heading of a requested pose (InvalidPose if it cannot be)."""
+        x, y, z = finite_vector("position", position, 3)
+        if max(abs(x), abs(y)) > OBJECT_HALF_EXTENT_M:
+            raise InvalidPose(f"position ({x:g}, {y:g}) is off the map "
+                              f"(|x|, |y| at most {OBJECT_HALF_EXTENT_M:g} m)")
+        quaternion = finite_vector("orientation", orientation, 4)
+        if math.hypot(*quaternion) < 1e-6:
+            raise InvalidPose(f"orientation {quaternion} is no rotation (a zero quaternion)")
+        ground = float(self.base.ground_height(x, y))
+        if z < ground - GROUND_TOLERANCE_M:
+            raise InvalidPose(f"z {z:g} is under the terrain (the ground at ({x:g}, {y:g}) is "
+                              f"{ground:.2f} m); "
+                              "objects stand on the ground: give z 0 or the ground's height")
+        if z > ground + GROUND_TOLERANCE_M:
+            raise InvalidPose(f"z {z:g} is in the air (the ground at ({x:g}, {y:g}) is "
+                              f"{ground:.2f} m); "
+                              "objects stand on the ground: give z 0 or the ground's height")
+        return x, y, ground, quaternion_yaw(quaternion)
+
+    def move(self, name: str, position: Any, orientation: Any) -> WorldObject:
+        placed = self.objects[name]
+        x, y, z, yaw = self._placement(position, orientation)
+        self.objects[name] = dataclasses.replace(placed, x=x, y=y, z=z, yaw=yaw)
+        self._rebuild()
+        return self.objects[name]
+
+    def delete(self, name: Any) -> None:
+        if name in self.agents:
+            raise NotDeletable(f"{name!r} is an agent: agents come with the session and are not deleted")
+        if name not in self.objects:
+            raise UnknownAgent(f"no entity {name!r}; the objects are {', '.join(self.objects) or 'none'}")
+        del self.objects[name]
+        self._rebuild()
+
+    def clear_objects(self) -> bool:
+        """Every spawned object gone; whether there were any."""
+        had = bool(self.objects)
+        self.objects.clear()
+        self._rebuild()
+        return had
+
+    def restore(self, objects: list[dict[str, Any]]) -> None:
+        """The objects of a WorldObjects message (a replay): as logged."""
+        self.objects.clear()
+        for logged in objects:
+            kind = kind_of(logged["uri"])
+            if kind is None:
+                raise UnknownResource(f"the log has an object of kind {logged['uri']!r} this world lacks")
+            p, q = logged["pose"]["position"], logged["pose"]["orientation"]
+            self.objects[logged["name"]] = WorldObject(logged["name"], kind, p["x"], p["y"], p["z"],
+                                                       quaternion_yaw((q["x"], q["y"], q["z"], q["w"])))
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        spawned = tuple(p for placed in self.objects.values() for p in placed.primitives())
+        self.scene = (dataclasses.replace(self.base, primitives=self.base.primitives + spawned) if spawned
+                      else self.base)
+
+    # -- conditions and shifts -------------------------------------------------------------------
+
+    def set_conditions(self, values: Any) -> Conditions:
+        if not isinstance(values, dict):
+            raise ValueError(f"conditions must be an object of fields, got {values!r}")
+        try:
+            self.conditions = self.conditions.changed(values)
+        except InvalidConditions as exc:
+            raise OutOfRange(str(exc)) from None
+        return self.conditions
+
+    def set_shift(self, agent: Any, values: Any) -> VehicleShift:
+        if agent not in self.shifts:
+            raise UnknownAgent(f"no agent {agent!r}; the agents are {', '.join(self.agents)}")
+        if not isinstance(values, dict):
+            raise ValueError(f"shift must be an object of fields, got {values!r}")
+        self.shifts[agent] = VehicleShift.of(values)
+        return self.shifts[agent]
+
+    def as_launched(self) -> None:
+        """A reset ALL: no objects, a clear day, every vehicle calibrated."""
+        self.objects.clear()
+        self.conditions = CLEAR_DAY
+        self.shifts = dict.fromkeys(self.agents, CALIBRATED)
+        self._rebuild()
+
+    # -- messages --------------------------------------------------------------------------------
+
+    def objects_message(self, header: dict[str, Any]) -> dict[str, Any]:
+        return {"header": header, "objects": [o.message() for o in self.objects.values()]}
+
+    def shifts_message(self, header: dict[str, Any]) -> dict[str, Any]:
+        return {"header": header, "shifts": [self.shifts[a].message(a) for a in self.agents]}
+
+    def conditions_message(self, header: dict[str, Any]) -> dict[str, Any]:
+        return self.conditions.message(header)
