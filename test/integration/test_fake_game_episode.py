@@ -63,11 +63,12 @@ def _drive_and_record(tmp_path: Path, log: str, replay: str | None, steps: int, 
     vehicle = None
     try:
         if commands:
-            vehicle = VehicleClient(game.vehicle_port("polaris"), on_info=lambda info: None,
+            described = threading.Event()  # the hello came: the client's connection is up
+            vehicle = VehicleClient(game.vehicle_port("polaris"), on_info=lambda info: described.set(),
                                     on_report=lambda report: None, on_barrier=lambda step, t: None,
                                     reconnect_min_s=0.05, reconnect_max_s=0.2)
             vehicle.start()
-            game.wait_line(r"^ACRES_VEHICLE_BRIDGE_CONNECTED agent=polaris")
+            assert described.wait(30.0)
         for request in range(requests):
             if vehicle is not None:
                 stamp = request * steps / 120.0
