@@ -137,6 +137,21 @@ def _latest_scan_in_world(s: DriveSession) -> np.ndarray:
     return np.concatenate([body @ r_body.T + np.array([p.x, p.y, p.z]), pts[keep, 3:4]], axis=1)
 
 
+def _latest(s: DriveSession, topic: str, done, what: str):
+    """The latest message on a /sim topic once `done` holds for it (sim_control publishes them before
+    a step answers, but nothing acknowledges them to this subscriber before the answer)."""
+    s.graph.spin_until(lambda: s.graph.messages(topic) and done(s.graph.messages(topic)[-1]), 20, what)
+    return s.graph.messages(topic)[-1]
+
+
+def _caught_up(s: DriveSession) -> None:
+    """Until the farm's topics hold the last step (the vehicle reports, acknowledged by the step's
+    vehicle/barrier, say which step that is)."""
+    last = s.graph.messages("/polaris/vehicle/ackermann_state")[-1].header.stamp
+    for topic in ("/sim/farm_events", "/sim/farm_stamps"):
+        _latest(s, topic, lambda m: m.header.stamp == last, f"{topic} of the last step")
+
+
 def _on(pts: np.ndarray, xy: np.ndarray) -> np.ndarray:
     """The returns on a round bale standing at xy (within its radius and above the ground)."""
     return (np.hypot(pts[:, 0] - xy[0], pts[:, 1] - xy[1]) < 0.85) & (pts[:, 2] > 0.05)
@@ -207,7 +222,7 @@ def test_a_spawned_bale_is_seen_where_it_was_put_moved_and_deleted(session):
     print(f"camera: {len(rows)} pixels changed around ({np.median(cols):.0f}, {np.median(rows):.0f}); "
           f"CameraInfo projects its middle to ({u:.0f}, {v:.0f})")
     assert len(rows) > 500 and abs(np.median(cols) - u) < 15 and abs(np.median(rows) - v) < 20
-    objects = s.graph.messages("/sim/objects")[-1].objects
+    objects = _latest(s, "/sim/objects", lambda m: m.objects, "the bale on /sim/objects").objects
     assert [o.name for o in objects] == ["bale"] and objects[0].size_m.z == pytest.approx(1.2)
 
     moved = EntityState()
@@ -256,7 +271,8 @@ def test_a_shifted_lidar_is_displaced_by_the_shift_and_restored(session):
     answer = _call(s, "set_vehicle_shift", shift=up)
     assert answer.success, answer.message
     shifted = _ground_z(_scan(s))
-    shifts = {sh.agent: sh for sh in s.graph.messages("/sim/shifts")[-1].shifts}
+    latched = _latest(s, "/sim/shifts", lambda m: any(sh.lidar_offset_m.z for sh in m.shifts), "the shift")
+    shifts = {sh.agent: sh for sh in latched.shifts}
     assert shifts["polaris"].lidar_offset_m.z == 0.1 and shifts["maxxum"].throttle_gain == 1.0
     print(f"\nLiDAR shifted 0.1 m up: the ground through the calibrated TF at {shifted * 1e3:.1f} mm "
           f"(calibrated {calibrated * 1e3:.1f} mm)")
@@ -291,8 +307,10 @@ def test_each_condition_has_its_effect(session):
         pts = _scan(s)
         image = _image(s)
         results[name] = (image.mean(), contrast(image), len(ground(pts)), ground(pts)[:, 3].mean())
-        latched = s.graph.messages("/sim/conditions")[-1]
-        assert all(getattr(latched, k) == pytest.approx(v) for k, v in fields.items())
+
+        def applied(m, f=fields) -> bool:
+            return all(getattr(m, k) == pytest.approx(v) for k, v in f.items())
+        _latest(s, "/sim/conditions", applied, f"{name} on /sim/conditions")
     print("\n" + "\n".join(f"{k:5s}: image mean {m:6.1f}, contrast {c:5.1f}, ground returns {n:6d}, "
                            f"intensity {i:5.1f}" for k, (m, c, n, i) in results.items()))
     day_mean, day_contrast, day_returns, day_intensity = results["day"]
@@ -305,7 +323,7 @@ def test_each_condition_has_its_effect(session):
     answer = _call(s, "set_conditions", conditions=Conditions(wetness=2.0))
     assert not answer.success and "wetness" in answer.message
     assert _call(s, "set_conditions", conditions=Conditions()).success
-    assert s.graph.messages("/sim/conditions")[-1].fog == 0.0
+    _latest(s, "/sim/conditions", lambda m: m.fog == 0.0 and m.sun_elevation_deg == 50.0, "a clear day again")
 
 
 def test_crop_crushed_off_the_tracks_none_on_them_all_in_the_log(session, tmp_path):
@@ -314,11 +332,13 @@ def test_crop_crushed_off_the_tracks_none_on_them_all_in_the_log(session, tmp_pa
     assert _call(s, "start_recording", path=path).success
     _place(s, "polaris", *FIELD, 0.0)  # in the field inside the loop, across the rows
     s.step(1)
+    _caught_up(s)
     mark = len(s.graph.messages("/sim/farm_events"))
     for _ in range(15):
         s.send_ackermann("polaris", 0.0, 3.0)
         s.graph.spin_for(0.05)
         s.step(12)
+    _caught_up(s)
     events = [e for m in s.graph.messages("/sim/farm_events")[mark:] for e in m.events]
     crushed = {a: sum(e.value for e in events if e.agent == a and e.kind == FarmEvent.CROP_CRUSHED)
                for a in AGENTS}
@@ -349,6 +369,7 @@ def test_vehicle_reports_are_stamped_in_world_time_from_the_clock_offset(session
     offsets = {a: s.graph.messages(f"/{a}/sim/clock_offset")[-1].data for a in AGENTS}
     assert offsets == {"polaris": -1234.5, "maxxum": -1334.5}  # each agent's own vehicle clock
     s.step(12)
+    _caught_up(s)
     states = s.graph.messages("/polaris/vehicle/ackermann_state")[-12:]
     steps = s.graph.messages("/sim/farm_events")[-12:]  # one a physics step, stamped with its world time
     assert [m.header.stamp for m in states] == [m.header.stamp for m in steps]
