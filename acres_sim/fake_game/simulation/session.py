@@ -100,7 +100,6 @@ from acres_sim.stream.timing import PHYSICS_HZ
 
 RESET_SCOPES = ("time", "state", "all", "spawned")
 WORLD_NAME = "acres_farm_loop"  # the fake world's one map
-WORLD_FRAME = "map"  # the frame of the objects' poses (the grid ENU world frame)
 VEHICLE_CLOCK_LEAD_S = 1234.5  # vehicle time minus world time of agent 0
 MAX_STEPS_PER_REQUEST = 1_000_000
 AGENT_SPACING_M = 40.0  # distance along the loop between the start places of the agents
@@ -443,14 +442,9 @@ class Session:
         self._publish_world(t, changed)
 
     def _publish_world(self, t: float, changed: tuple[Topic, ...]) -> None:
-        world, stamp = self._world_changes(), header(t)
+        world = self._world_changes()
         for topic in changed:
-            if topic is OBJECTS:
-                self._hub.set_latched(OBJECTS, world.objects_message(dict(stamp, frame_id=WORLD_FRAME)))
-            elif topic is SHIFTS:
-                self._hub.set_latched(SHIFTS, world.shifts_message(stamp))
-            else:
-                self._hub.set_latched(CONDITIONS, world.conditions_message(stamp))
+            self._hub.set_latched(topic, world.message(topic, header(t)))
 
     def entity_state(self, name: Any) -> EntityState:
         placed = self._world_changes().objects.get(name) if isinstance(name, str) else None
@@ -459,7 +453,7 @@ class Session:
                 step = self._step
             return EntityState(agent=placed.name, step=step, time_s=world_time(step),
                                position=(placed.x, placed.y, placed.z),
-                               orientation=(0.0, 0.0, math.sin(0.5 * placed.yaw), math.cos(0.5 * placed.yaw)),
+                               orientation=placed.quaternion,
                                linear_velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0),
                                linear_acceleration=(0.0, 0.0, 0.0), held=True)
         agent = self._agent(name)
@@ -641,14 +635,7 @@ class Session:
         while replay.world_next < len(replay.log.world) and replay.log.world[replay.world_next][0] <= due:
             _ns, topic, message = replay.log.world[replay.world_next]
             replay.world_next += 1
-            if topic is OBJECTS:
-                world.restore(message["objects"])
-            elif topic is SHIFTS:
-                for shift in message["shifts"]:
-                    if shift["agent"] in world.shifts:
-                        world.set_shift(shift["agent"], {k: v for k, v in shift.items() if k != "agent"})
-            else:
-                world.set_conditions({k: v for k, v in message.items() if k != "header"})
+            world.apply_logged(topic, message)
             if topic not in changed:
                 changed.append(topic)
         if changed:

@@ -10,6 +10,7 @@ import math
 import re
 from typing import Any
 
+from acres_sim.episode.log_file import OBJECTS, SHIFTS, Topic
 from acres_sim.fake_game.simulation.entities import (
     InvalidPose,
     NameInvalid,
@@ -26,6 +27,7 @@ from acres_sim.fake_game.world.conditions import CLEAR_DAY, Conditions, InvalidC
 from acres_sim.fake_game.world.farm_objects import CATALOGUE, KINDS, URI_PREFIX, WorldObject, kind_of
 from acres_sim.fake_game.world.scene import Scene
 
+WORLD_FRAME = "map"  # the frame of the objects' poses (the grid ENU world frame)
 OBJECT_HALF_EXTENT_M = 1000.0  # objects stand within this of the map's origin (|x|, |y|)
 GROUND_TOLERANCE_M = 2.0  # a requested z this far from the ground is refused (the map's relief is 1.4 m)
 MAX_OBJECTS = 1000
@@ -165,13 +167,24 @@ class WorldChanges:
         self.shifts = dict.fromkeys(self.agents, CALIBRATED)
         self._rebuild()
 
-    # -- messages --------------------------------------------------------------------------------
+    # -- as messages: to the listeners and the log, and back from a log ---------------------------
 
-    def objects_message(self, header: dict[str, Any]) -> dict[str, Any]:
-        return {"header": header, "objects": [o.message() for o in self.objects.values()]}
-
-    def shifts_message(self, header: dict[str, Any]) -> dict[str, Any]:
-        return {"header": header, "shifts": [self.shifts[a].message(a) for a in self.agents]}
-
-    def conditions_message(self, header: dict[str, Any]) -> dict[str, Any]:
+    def message(self, topic: Topic, header: dict[str, Any]) -> dict[str, Any]:
+        """The WorldObjects, VehicleShifts or Conditions message of how the world is now."""
+        if topic is OBJECTS:
+            return {"header": dict(header, frame_id=WORLD_FRAME),
+                    "objects": [o.message() for o in self.objects.values()]}
+        if topic is SHIFTS:
+            return {"header": header, "shifts": [self.shifts[a].message(a) for a in self.agents]}
         return self.conditions.message(header)
+
+    def apply_logged(self, topic: Topic, message: dict[str, Any]) -> None:
+        """A logged WorldObjects, VehicleShifts or Conditions message (a replay): the world as it says."""
+        if topic is OBJECTS:
+            self.restore(message["objects"])
+        elif topic is SHIFTS:
+            for shift in message["shifts"]:
+                if shift["agent"] in self.shifts:
+                    self.set_shift(shift["agent"], {k: v for k, v in shift.items() if k != "agent"})
+        else:
+            self.set_conditions({k: v for k, v in message.items() if k != "header"})

@@ -82,11 +82,16 @@ class WorldObject:
         hi = (self.x + 0.5 * sx, self.y + 0.5 * sy, self.z + sz)
         return (Box(lo, hi, kind.material, kind.material, yaw_rad=self.yaw),)
 
+    @property
+    def quaternion(self) -> tuple[float, float, float, float]:
+        """Its heading as x, y, z, w."""
+        return (0.0, 0.0, math.sin(0.5 * self.yaw), math.cos(0.5 * self.yaw))
+
     def message(self) -> dict:
         """acres_interfaces/WorldObject as a dict."""
         sx, sy, sz = self.kind.size_m
+        qx, qy, qz, qw = self.quaternion
         return {"name": self.name, "uri": self.kind.uri,
                 "pose": {"position": {"x": self.x, "y": self.y, "z": self.z},
-                         "orientation": {"x": 0.0, "y": 0.0, "z": math.sin(0.5 * self.yaw),
-                                         "w": math.cos(0.5 * self.yaw)}},
+                         "orientation": {"x": qx, "y": qy, "z": qz, "w": qw}},
                 "size_m": {"x": sx, "y": sy, "z": sz}}
