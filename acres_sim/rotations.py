@@ -94,6 +94,12 @@ def quaternion_about_z(angle_rad: float) -> np.ndarray:
     return np.array([0.0, 0.0, math.sin(angle_rad / 2.0), math.cos(angle_rad / 2.0)])
 
 
+def quaternion_yaw(quaternion: Sequence[float]) -> float:
+    """The heading (rad) of a rotation x, y, z, w (any length): its turn about the vertical."""
+    x, y, z, w = (float(v) for v in quaternion)
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)) if any((x, y, z, w)) else 0.0
+
+
 def quaternion_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product a * b of (x, y, z, w) quaternions (apply b first, then a)."""
     ax, ay, az, aw = a

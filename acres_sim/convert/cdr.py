@@ -22,16 +22,12 @@ import struct
 from collections.abc import Sequence
 from typing import NamedTuple
 
-ENCAPSULATION = b"\x00\x01\x00\x00"  # CDR, little endian, no options
+from acres_sim.cdr_encoding import ENCAPSULATION, align
+
 STAMP = struct.Struct("<iI")  # builtin_interfaces/Time: int32 sec, uint32 nanosec
 STAMP_AT = len(ENCAPSULATION)  # the stamp of a message that opens with its Header (or a Clock)
 _UINT32 = struct.Struct("<I")
 _STEP_AND_SIZE = struct.Struct("<II")
-
-
-def align(offset: int, alignment: int) -> int:
-    """The first CDR offset at or after `offset` that is a multiple of `alignment`."""
-    return offset + -offset % alignment
 
 
 class Layout:

@@ -22,7 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from acres_sim.convert.cdr import ENCAPSULATION, STAMP, STAMP_AT, Layout, align
+from acres_sim.cdr_encoding import ENCAPSULATION, align
+from acres_sim.convert.cdr import STAMP, STAMP_AT, Layout
 from acres_sim.stream.protocol import Ins
 
 _ONE_TRANSFORM = struct.pack("<I", 1)  # tf2_msgs/TFMessage: a sequence of one TransformStamped

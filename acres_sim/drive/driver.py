@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 
 from acres_sim import topics
 from acres_sim.drive.speed_control import SpeedController
-from acres_sim.game.vehicle_client import VehicleCommand, VehicleInfo, VehicleReport
+from acres_sim.channels.vehicle import VehicleCommand, VehicleInfo, VehicleReport
 
 DBW_TIMEOUT_S = 0.1  # Dataspeed's: a subsystem without a command for this long disables itself
 STANDSTILL_MPS = 0.05  # slower than this the vehicle counts as stopped (hold, change gear)
@@ -453,7 +453,7 @@ class VehicleDriver:
         self._last_compute = now
         stamp = self._command_stamp()
         if mode is Mode.RELEASED:  # brake to a stop, steering held
-            return VehicleCommand(stamp, self._steer, 0.0, STOP_BRAKE, report.gear)
+            return VehicleCommand(self._steer, 0.0, STOP_BRAKE, report.gear, stamp_s=stamp)
         if mode is Mode.DBW:
             return self._dbw_command(report, stamp, dt)
         return self._ackermann_command(report, stamp, dt)
@@ -471,7 +471,7 @@ class VehicleDriver:
         steering = self.steering
         self._ramp_steer(steering.value, steering.rate if steering.engaged else 0.0, dt)
         gear = self.gear_request or report.gear
-        return VehicleCommand(stamp, self._steer, self.throttle.value, self.brake.value, gear)
+        return VehicleCommand(self._steer, self.throttle.value, self.brake.value, gear, stamp_s=stamp)
 
     def _ackermann_command(self, report: VehicleReport, stamp: float | None, dt: float) -> VehicleCommand:
         target = self._target
@@ -480,7 +480,7 @@ class VehicleDriver:
         speed = report.speed_mps
         if target.timed_out:  # release the pedals and brake to a stop, steering held
             self.controller.reset()
-            return VehicleCommand(stamp, self._steer, 0.0, STOP_BRAKE, report.gear)
+            return VehicleCommand(self._steer, 0.0, STOP_BRAKE, report.gear, stamp_s=stamp)
         if target.speed > 0.0:
             gear = "drive"
         elif target.speed < 0.0:
@@ -491,14 +491,14 @@ class VehicleDriver:
         moving_against = speed * direction < -STANDSTILL_MPS
         if (gear != report.gear and abs(speed) >= STANDSTILL_MPS) or moving_against:
             self.controller.reset()  # stop first: the gear changes at standstill
-            return VehicleCommand(stamp, self._steer, 0.0, STOP_BRAKE, gear)
+            return VehicleCommand(self._steer, 0.0, STOP_BRAKE, gear, stamp_s=stamp)
         magnitude = abs(target.speed)
         if magnitude == 0.0 and abs(speed) < STANDSTILL_MPS:
             self.controller.reset()
-            return VehicleCommand(stamp, self._steer, 0.0, STOP_BRAKE, gear)  # hold at rest
+            return VehicleCommand(self._steer, 0.0, STOP_BRAKE, gear, stamp_s=stamp)  # hold at rest
         throttle, brake = self.controller.pedals(self.info.model, magnitude, target.accel,
                                                  max(0.0, speed * direction), dt)
-        return VehicleCommand(stamp, self._steer, throttle, brake, gear)
+        return VehicleCommand(self._steer, throttle, brake, gear, stamp_s=stamp)
 
 
 def ros_stamp(sec: int, nanosec: int) -> float | None:

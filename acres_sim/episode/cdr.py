@@ -13,9 +13,9 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from acres_sim.cdr_encoding import ENCAPSULATION, align
 from acres_sim.episode.msgdef import DefinitionError, Field, MessageDef, parse, type_key
 
-HEADER = b"\x00\x01\x00\x00"  # CDR, little-endian, no options
 _FORMATS = {"bool": "?", "byte": "B", "char": "B", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
             "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q", "float32": "f", "float64": "d"}
 _ZERO: dict[str, Any] = {"bool": False, "float32": 0.0, "float64": 0.0, "string": ""}
@@ -30,14 +30,17 @@ Encoder = Callable[[bytearray, Any], None]
 Decoder = Callable[[memoryview, int], tuple[Any, int]]
 
 
+_BODY = len(ENCAPSULATION)  # alignment counts from here
+
+
 def _pad(buffer: bytearray, size: int) -> None:
-    gap = -(len(buffer) - 4) % size
+    gap = align(len(buffer) - _BODY, size) - (len(buffer) - _BODY)
     if gap:
         buffer += b"\x00" * gap
 
 
 def _aligned(offset: int, size: int) -> int:
-    return offset + (-(offset - 4) % size)
+    return _BODY + align(offset - _BODY, size)
 
 
 class Codec:
@@ -55,13 +58,13 @@ class Codec:
             raise DefinitionError(f"no definition of {type_name}") from None
 
     def encode(self, type_name: str, message: Mapping[str, Any]) -> bytes:
-        buffer = bytearray(HEADER)
+        buffer = bytearray(ENCAPSULATION)
         self._encoder(type_key(type_name))(buffer, message)
         return bytes(buffer)
 
     def decode(self, type_name: str, data: bytes | memoryview) -> dict[str, Any]:
         view = memoryview(data)
-        if len(view) < 4 or bytes(view[:2]) != HEADER[:2]:
+        if len(view) < 4 or bytes(view[:2]) != ENCAPSULATION[:2]:
             raise CdrError(f"{type_name}: not little-endian CDR (header {bytes(view[:4]).hex()})")
         try:
             message, _end = self._decoder(type_key(type_name))(view, 4)

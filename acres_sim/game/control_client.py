@@ -1,14 +1,13 @@
-"""The simulator's control channel as Python calls (ROS-free): the one place that speaks its protocol.
-
-Newline-delimited JSON on 127.0.0.1 (the fake game's ops are listed in the README). sim_control uses
-only this module, so that adapting it to the real game's control protocol is a change here.
+"""The simulator's control channel as Python calls (ROS-free): the client of
+acres_sim.channels.control (its ops, fields and codes). sim_control uses only this module, so that
+adapting it to the real game's control protocol is a change there and here.
 
 One connection, opened on the first request and again after it broke: a game that goes away and
 comes back is found again by the next request. Requests are serialised (one answer per request,
 in order). Errors:
 * ControlUnavailable: no connection, or it broke before the answer came;
-* ControlRefused: the game answered {"ok": false}; .code says why (bad_request, not_found,
-  invalid_pose, incorrect_state, file_error, ended, failed).
+* ControlRefused: the game answered {"ok": false}; .code says why (one of the channel's
+  ERROR_CODES).
 """
 
 from __future__ import annotations
@@ -19,11 +18,18 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from acres_sim.channels.control import (
+    DEFAULT_CONTROL_PORT,
+    ERROR_CODES,
+    FAILED,
+    MAX_ANSWER_BYTES,
+    EntityState,
+    parse_state,
+)
+
+__all__ = ["DEFAULT_CONTROL_PORT", "ERROR_CODES", "ControlClient", "ControlRefused", "ControlUnavailable",
+           "EntityState", "StepDone"]
 CONNECT_TIMEOUT_S = 2.0
-MAX_ANSWER_BYTES = 1 << 20  # far above any answer; a peer cannot make us buffer more
-
-
-DEFAULT_CONTROL_PORT = 5700  # the control channel port the launch file and sim_control use
 
 
 class ControlUnavailable(ConnectionError):
@@ -35,26 +41,13 @@ class ControlRefused(RuntimeError):
 
     def __init__(self, code: str, message: str):
         super().__init__(message)
-        self.code = code
+        self.code = code if code in ERROR_CODES else FAILED
 
 
 @dataclass(frozen=True)
 class StepDone:
     step: int  # the world step reached (the payload of that step's barriers)
     time_s: float  # world time of that step
-
-
-@dataclass(frozen=True)
-class AgentState:
-    """Ground truth of an agent's base_footprint in the world frame (ENU)."""
-
-    agent: str
-    time_s: float
-    position: tuple[float, float, float]
-    orientation: tuple[float, float, float, float]  # x, y, z, w
-    linear_velocity: tuple[float, float, float]  # world frame
-    angular_velocity: tuple[float, float, float]  # world frame
-    linear_acceleration: tuple[float, float, float]  # world frame
 
 
 class ControlClient:
@@ -100,14 +93,15 @@ class ControlClient:
     def entities(self) -> list[str]:
         return [str(name) for name in self.request({"op": "entities"})["entities"]]
 
-    def get_state(self, agent: str) -> AgentState:
-        return _agent_state(self.request({"op": "get_state", "agent": agent}))
+    def get_state(self, name: str) -> EntityState:
+        """Ground truth of an entity (an agent or a spawned object)."""
+        return self._state(self.request({"op": "get_state", "name": name}))
 
-    def set_state(self, agent: str, position: tuple[float, ...], orientation: tuple[float, ...],
+    def set_state(self, name: str, position: tuple[float, ...], orientation: tuple[float, ...],
                   linear_velocity: tuple[float, ...] = (0.0, 0.0, 0.0),
-                  angular_velocity: tuple[float, ...] = (0.0, 0.0, 0.0)) -> AgentState:
-        return _agent_state(self.request({
-            "op": "set_state", "agent": agent, "position": list(position), "orientation": list(orientation),
+                  angular_velocity: tuple[float, ...] = (0.0, 0.0, 0.0)) -> EntityState:
+        return self._state(self.request({
+            "op": "set_state", "name": name, "position": list(position), "orientation": list(orientation),
             "linear_velocity": list(linear_velocity), "angular_velocity": list(angular_velocity)}))
 
     def spawnables(self) -> list[dict[str, Any]]:
@@ -115,10 +109,10 @@ class ControlClient:
         return list(self.request({"op": "spawnables"})["spawnables"])
 
     def spawn(self, name: str, uri: str, position: tuple[float, ...], orientation: tuple[float, ...],
-              allow_renaming: bool = False) -> AgentState:
-        """An object standing on the ground at (x, y); its state (its name as spawned in `agent`).
+              allow_renaming: bool = False) -> EntityState:
+        """An object standing on the ground at (x, y); its state (its name as spawned in `name`).
         Codes: name_taken, name_invalid, no_resource, invalid_pose."""
-        return _agent_state(self.request({
+        return self._state(self.request({
             "op": "spawn", "name": name, "uri": uri, "position": list(position),
             "orientation": list(orientation), "allow_renaming": allow_renaming}))
 
@@ -151,6 +145,13 @@ class ControlClient:
     def episode_status(self) -> dict[str, Any]:
         return self.request({"op": "episode_status"})
 
+    @staticmethod
+    def _state(answer: dict[str, Any]) -> EntityState:
+        try:
+            return parse_state(answer)
+        except ValueError as exc:
+            raise ControlRefused(FAILED, str(exc)) from None
+
     # -- the transport -------------------------------------------------------------------------
 
     def request(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -164,9 +165,9 @@ class ControlClient:
                 self._drop()
                 raise ControlUnavailable(f"control channel {self.address}: {exc}") from None
         if not isinstance(answer, dict):
-            raise ControlRefused("failed", f"control channel {self.address} answered {answer!r}")
+            raise ControlRefused(FAILED, f"control channel {self.address} answered {answer!r}")
         if answer.get("ok") is not True:
-            raise ControlRefused(str(answer.get("code", "failed")), str(answer.get("error", answer)))
+            raise ControlRefused(str(answer.get("code", FAILED)), str(answer.get("error", answer)))
         return answer
 
     def _connected(self) -> socket.socket:
@@ -198,22 +199,3 @@ class ControlClient:
             self._sock.close()
             self._sock = None
         self._buffer.clear()
-
-
-def _agent_state(answer: dict[str, Any]) -> AgentState:
-    try:
-        return AgentState(
-            agent=str(answer["agent"]), time_s=float(answer["time_s"]),
-            position=_floats(answer["position"], 3), orientation=_floats(answer["orientation"], 4),
-            linear_velocity=_floats(answer["linear_velocity"], 3),
-            angular_velocity=_floats(answer["angular_velocity"], 3),
-            linear_acceleration=_floats(answer["linear_acceleration"], 3))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ControlRefused("failed", f"malformed state answer ({exc}): {answer}") from None
-
-
-def _floats(values: Any, size: int) -> Any:
-    result = tuple(float(v) for v in values)
-    if len(result) != size:
-        raise ValueError(f"expected {size} values, got {len(result)}")
-    return result

@@ -1,5 +1,6 @@
 """The game's Vehicle Bridge as Python calls and callbacks (ROS-free): the one place that speaks its
-protocol (fake_game's messages, doc/fake-game.md), so that the real game's is a change here.
+protocol's client (its messages: acres_sim.channels.vehicle), so that the real game's is a change
+there and here.
 
 VehicleClient connects to one agent's Vehicle Bridge on 127.0.0.1 (again after it broke, with
 backoff), hands on the vehicle's parameters once per connection, every report, every barrier (after
@@ -7,146 +8,35 @@ each lockstep step request and each reset) and every command the game took (held
 order, on its reader thread. The game reports in the vehicle's own time; reports and barriers are
 handed on in world time, converted with the offset of the agent's Clock frames that
 set_clock_offset() gives (vehicle_time.py). send() forwards a command. Bad lines are counted and
-logged once per kind, and the stream goes on; a line longer than MAX_LINE_BYTES is skipped.
+logged once per kind, and the stream goes on; a line longer than MAX_GAME_LINE_BYTES is skipped.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
+from acres_sim.channels.vehicle import (
+    MAX_GAME_LINE_BYTES,
+    VehicleCommand,
+    VehicleInfo,
+    VehicleProtocolError,
+    VehicleReport,
+    command_message,
+    number,
+    parse_info,
+    parse_report,
+)
 from acres_sim.game.vehicle_time import VehicleTime
 from acres_sim.net.lines import TOO_LONG, read_lines
 from acres_sim.net.log_limiter import LogLimiter
 from acres_sim.net.reconnect import ReconnectLoop
 
 _LOG = logging.getLogger("acres_sim.game.vehicle_client")
-MAX_LINE_BYTES = 64 * 1024
-GEARS = ("park", "reverse", "neutral", "drive")
 DEFAULT_VEHICLE_PORT = 5611  # the Vehicle Bridge port of a single agent (fake_game --vehicle-ports)
-
-
-@dataclass(frozen=True)
-class VehicleInfo:
-    """The vehicle as the game describes it once per connection."""
-
-    agent: str
-    vehicle: str
-    physics_hz: int
-    wheelbase_m: float
-    track_m: float
-    wheel_radius_m: float
-    max_steer_rad: float  # road-wheel angle, either side
-    steering_ratio: float  # steering-wheel angle / road-wheel angle
-    max_speed_mps: float
-    max_reverse_mps: float
-    # Every number the game gave (the model's mass, forces, ...): feed-forward where present.
-    model: dict[str, float] = field(default_factory=dict, compare=False)
-
-
-@dataclass(frozen=True)
-class VehicleReport:
-    """One physics step of the vehicle. Times are world time (the sensor stream's stamps); the game
-    gave vehicle_time_s."""
-
-    step: int
-    time_s: float
-    driven: bool  # False while the vehicle still drives its route (no command yet)
-    command_stamp_s: float | None  # the stamp of the command applied in this step
-    steer_rad: float
-    steer_request_rad: float
-    throttle: float
-    brake: float
-    direction: int  # +1 forward, -1 reverse
-    gear: str
-    speed_mps: float  # signed along the heading
-    yaw_rate: float
-    wheel_speeds_rad_s: tuple[float, float, float, float]  # front left, front right, rear left, right
-    rpm: float
-    reset: str | None = None  # the report right after a reset of the world: its scope (time, state, all)
-    vehicle_time_s: float = math.nan  # the vehicle's own physics time, as the game reported it
-
-
-@dataclass(frozen=True)
-class VehicleCommand:
-    """What the vehicle is asked to do from now on (the game holds it until the next)."""
-
-    stamp_s: float | None  # the world time the sender meant it for
-    steer_request_rad: float  # road-wheel angle, + left
-    throttle: float  # 0..1
-    brake: float  # 0..1
-    gear: str  # park | reverse | neutral | drive
-
-    def __post_init__(self) -> None:
-        if self.gear not in GEARS:
-            raise ValueError(f"gear must be one of {', '.join(GEARS)}, got {self.gear!r}")
-        for name in ("steer_request_rad", "throttle", "brake"):
-            if not math.isfinite(getattr(self, name)):
-                raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}")
-        for name in ("throttle", "brake"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be 0..1, got {getattr(self, name)!r}")
-
-
-class VehicleProtocolError(ValueError):
-    """A line of the Vehicle Bridge this client cannot use."""
-
-
-def _float(doc: dict[str, Any], name: str) -> float:
-    value = doc.get(name)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise VehicleProtocolError(f"{name} must be a finite number, got {value!r}")
-    return float(value)
-
-
-def parse_info(doc: dict[str, Any]) -> VehicleInfo:
-    params = doc.get("params")
-    if not isinstance(params, dict):
-        raise VehicleProtocolError("hello without params")
-    model = {name: float(value) for name, value in params.items()
-             if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)}
-    info = VehicleInfo(
-        agent=str(doc.get("agent", "")), vehicle=str(doc.get("vehicle", "")),
-        physics_hz=int(_float(doc, "physics_hz")),
-        **{name: _float(params, name) for name in (
-            "wheelbase_m", "track_m", "wheel_radius_m", "max_steer_rad", "steering_ratio", "max_speed_mps",
-            "max_reverse_mps")}, model=model)
-    if min(info.wheelbase_m, info.max_steer_rad, info.steering_ratio, info.max_speed_mps) <= 0.0:
-        raise VehicleProtocolError("hello with a wheelbase, steering or speed limit that is not positive")
-    return info
-
-
-def parse_report(doc: dict[str, Any]) -> VehicleReport:
-    wheels = doc.get("wheel_speeds_rad_s")
-    if not isinstance(wheels, list) or len(wheels) != 4:
-        raise VehicleProtocolError(f"wheel_speeds_rad_s must be 4 numbers, got {wheels!r}")
-    stamp = doc.get("command_stamp_s")
-    gear = doc.get("gear")
-    if gear not in GEARS:
-        raise VehicleProtocolError(f"gear {gear!r} is not one of {', '.join(GEARS)}")
-    return VehicleReport(
-        step=int(_float(doc, "step")), time_s=math.nan, vehicle_time_s=_float(doc, "vehicle_time_s"),
-        driven=bool(doc.get("driven")),
-        command_stamp_s=None if stamp is None else _float(doc, "command_stamp_s"),
-        steer_rad=_float(doc, "steer_rad"), steer_request_rad=_float(doc, "steer_request_rad"),
-        throttle=_float(doc, "throttle"), brake=_float(doc, "brake"),
-        direction=-1 if _float(doc, "direction") < 0 else 1, gear=gear, speed_mps=_float(doc, "speed_mps"),
-        yaw_rate=_float(doc, "yaw_rate"),
-        wheel_speeds_rad_s=tuple(_float({"w": w}, "w") for w in wheels),  # type: ignore[arg-type]
-        rpm=_float(doc, "rpm"), reset=_reset_scope(doc.get("reset")))
-
-
-def _reset_scope(value: Any) -> str | None:
-    if value is None or value is False:
-        return None
-    if value not in ("time", "state", "all"):
-        raise VehicleProtocolError(f"reset must be time, state or all, got {value!r}")
-    return str(value)
 
 
 class VehicleClient:
@@ -184,9 +74,7 @@ class VehicleClient:
 
     def send(self, command: VehicleCommand) -> bool:
         """Forward a command; False when there is no connection (the command is not kept)."""
-        line = json.dumps({"type": "command", "stamp_s": command.stamp_s,
-                           "steer_request_rad": command.steer_request_rad, "throttle": command.throttle,
-                           "brake": command.brake, "gear": command.gear}).encode() + b"\n"
+        line = json.dumps(command_message(command)).encode() + b"\n"
         return self._link.sendall(line)
 
     # -- reader thread ----------------------------------------------------------------------------
@@ -203,9 +91,9 @@ class VehicleClient:
             self._log.warning(f"Vehicle Bridge {self._link.address} disconnected; connecting again")
 
     def _read(self, sock: socket.socket) -> None:
-        for line in read_lines(sock, self._stop, MAX_LINE_BYTES):
+        for line in read_lines(sock, self._stop, MAX_GAME_LINE_BYTES):
             if line is TOO_LONG:
-                self._bad("too long", f"a line longer than {MAX_LINE_BYTES} bytes, skipped")
+                self._bad("too long", f"a line longer than {MAX_GAME_LINE_BYTES} bytes, skipped")
             else:
                 self._handle(line)
 
@@ -220,11 +108,11 @@ class VehicleClient:
                 world = self.time.world_time(report.step, report.vehicle_time_s)
                 self._on_report(replace(report, time_s=world))
             elif kind == "barrier":
-                step = int(_float(doc, "step"))
-                self._on_barrier(step, self.time.world_time(step, _float(doc, "vehicle_time_s")))
+                step = int(number(doc, "step"))
+                self._on_barrier(step, self.time.world_time(step, number(doc, "vehicle_time_s")))
             elif kind == "held":
                 stamp = doc.get("stamp_s")
-                self._on_held(None if stamp is None else _float(doc, "stamp_s"))
+                self._on_held(None if stamp is None else number(doc, "stamp_s"))
             elif kind == "hello":
                 info = parse_info(doc)
                 self.time.physics_hz = float(info.physics_hz)

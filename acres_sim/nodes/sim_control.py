@@ -468,7 +468,7 @@ class SimControl(RunnableNode):
                 raise
             _fail(response, code, str(exc))
             return
-        response.entity_name = state.agent
+        response.entity_name = state.name
         response.result.result = Result.RESULT_OK
 
     def _delete_entity(self, request: Any, response: Any) -> None:

@@ -40,7 +40,8 @@ from acres_sim.drive.driver import (
     VehicleDriver,
     ros_stamp,
 )
-from acres_sim.game.vehicle_client import VehicleClient, VehicleInfo, VehicleReport
+from acres_sim.channels.vehicle import VehicleInfo, VehicleReport
+from acres_sim.game.vehicle_client import VehicleClient
 from acres_sim.middleware.cdr_publisher import wait_until_acked
 from acres_sim.nodes.parameters import VEHICLE_BRIDGE, vehicle_bridge_config
 from acres_sim.nodes.runner import RosLogging, RunnableNode, run

@@ -19,7 +19,8 @@ from support.fake_game import Client, FakeGame, FeedEvents
 from acres_sim.episode.log_file import EpisodeLogError, iter_log_messages, read_episode
 from acres_sim.game.control_client import ControlClient, ControlRefused
 from acres_sim.game.episode_feed import EpisodeFeed
-from acres_sim.game.vehicle_client import VehicleClient, VehicleCommand
+from acres_sim.channels.vehicle import VehicleCommand
+from acres_sim.game.vehicle_client import VehicleClient
 from acres_sim.stream.protocol import FrameType
 from harness.processes import Proc
 

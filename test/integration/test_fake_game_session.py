@@ -28,7 +28,7 @@ def test_render_threads_per_agent_by_mode_or_as_asked():
         before = render_threads()
         config = config_from_args(build_parser().parse_args(argv))
         session = Session(config, stream_opener(config, quiet), log=quiet)
-        session._start()
+        session.open()
         try:
             assert render_threads() - before == expected, argv
         finally:
@@ -54,9 +54,9 @@ def test_flat_ground_option_gives_the_plane_to_every_agent():
     assert flat.flat_ground and not rolling.flat_ground
     for config, expect_flat in ((flat, True), (rolling, False)):
         session = Session(config, stream_opener(config, quiet), log=quiet)
-        session._start()  # builds the agents' simulators and opens their ports
+        session.open()  # builds the agents' simulators and opens their ports
         try:
-            sim = session._agents[0].simulator
+            sim = session.agents[0].simulator
             assert (sim.scene.terrain is None) == expect_flat
             z = [sim.truth_pose(t)[0][2] for t in (0.0, 10.0, 20.0)]
             assert (max(map(abs, z)) == 0.0) == expect_flat

@@ -17,7 +17,8 @@ import pytest
 from support.fake_game import Client, FakeGame
 
 from acres_sim.game.control_client import ControlClient
-from acres_sim.game.vehicle_client import VehicleClient, VehicleCommand, VehicleInfo, VehicleReport
+from acres_sim.channels.vehicle import VehicleCommand, VehicleInfo, VehicleReport
+from acres_sim.game.vehicle_client import VehicleClient
 from acres_sim.stream.protocol import FrameType
 
 DT = 1.0 / 120.0

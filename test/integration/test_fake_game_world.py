@@ -49,7 +49,7 @@ def test_changes_reach_the_feed_and_the_log_and_a_replay_applies_them_at_their_t
     g, control, events = game("--episode-log", path)
     control.step(12)
     placed = control.spawn("bale", "acres://objects/round_bale", (10.0, -28.0, 0.0), (0.0, 0.0, 0.0, 1.0))
-    assert placed.agent == "bale" and placed.position[2] == pytest.approx(0.0, abs=2.0)
+    assert placed.name == "bale" and placed.position[2] == pytest.approx(0.0, abs=2.0)
     control.set_conditions({"dust": 0.25})
     control.step(12)
     control.set_shift("maxxum", {"lidar_offset_m": [0.0, 0.0, 0.05], "throttle_gain": 0.8})

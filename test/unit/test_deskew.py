@@ -17,7 +17,8 @@ from acres_sim.convert.converter import FrameConverter
 from acres_sim.fake_game.world.materials import MAT
 from acres_sim.fake_game.world.route import LoopRoute
 from acres_sim.fake_game.world.scene import Box, Scene
-from acres_sim.fake_game.simulation.sensors import LidarModel, Pose
+from acres_sim.fake_game.simulation.lidar_model import LidarModel
+from acres_sim.fake_game.simulation.poses import Pose
 from acres_sim.fake_game.simulation.vehicles import lidar_elevations_deg
 from acres_sim.convert.settings import ConvertSettings
 from acres_sim.stream.protocol import FrameHeader, FrameType, decode_lidar, encode_lidar

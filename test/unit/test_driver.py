@@ -32,8 +32,7 @@ from acres_sim.drive.driver import (
 from acres_sim.topics import HELD_AWAITING
 from acres_sim.drive.speed_control import feedforward_pedal
 from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS, VehicleModel, VehicleState
-from acres_sim.fake_game.simulation.vehicle_model import VehicleCommand as ModelCommand
-from acres_sim.game.vehicle_client import VehicleInfo, VehicleReport
+from acres_sim.channels.vehicle import VehicleCommand, VehicleInfo, VehicleReport
 
 P = VEHICLE_PARAMS["polaris"]
 INFO = VehicleInfo("polaris", "polaris", 120, P.wheelbase_m, P.track_m, P.wheel_radius_m, P.max_steer_rad,
@@ -208,7 +207,7 @@ def closed_loop(target: float, hold_steps: int, grade: float) -> np.ndarray:
         if command is None or step % hold_steps == 0:
             d.ackermann_cmd(None, 0.0, 0.0, target, 0.0)
             c = d.command()
-            command = ModelCommand(c.steer_request_rad, c.throttle, c.brake, c.gear)
+            command = VehicleCommand(c.steer_request_rad, c.throttle, c.brake, c.gear)
         speeds.append(model.step(command, 1 / 120, grade).speed_mps)
     return np.array(speeds)
 
@@ -225,7 +224,7 @@ def test_feedforward_holds_a_speed_on_the_level():
     pedal = feedforward_pedal(P.as_dict(), 4.0, 0.0)
     model = VehicleModel(P, VehicleState(0.0, 0.0, 0.0, speed_mps=4.0))
     for _ in range(120):
-        model.step(ModelCommand(0.0, pedal, 0.0, "drive"), 1 / 120)
+        model.step(VehicleCommand(0.0, pedal, 0.0, "drive"), 1 / 120)
     assert model.state.speed_mps == pytest.approx(4.0, abs=1e-6)
     assert feedforward_pedal({}, 4.0, 0.0) == 0.0  # without the game's numbers: PI alone
     assert GEAR_DRIVE == 4

@@ -558,7 +558,7 @@ def test_culling_drops_only_rays_that_miss(t):
     intersected with every primitive: the same hits, to the bit, for the LiDAR and the camera."""
     import dataclasses
 
-    from acres_sim.fake_game.simulation.sensors import CameraModel
+    from acres_sim.fake_game.simulation.camera_model import CameraModel
     from acres_sim.fake_game.world.conditions import CLEAR_DAY
 
     sim = AgentSimulator(vehicle_hello("polaris"), noise=False)
@@ -607,7 +607,7 @@ def test_culling_is_exact_for_any_scene_and_origin(prims, ox, oy, oz, yaw, pitch
     unculled casts agree to the bit."""
     import dataclasses
 
-    from acres_sim.fake_game.simulation.sensors import LidarModel
+    from acres_sim.fake_game.simulation.lidar_model import LidarModel
 
     lidar = LidarModel(vehicle_hello("polaris").lidar, lidar_elevations_deg("polaris"))
     scene = Scene(tuple(prims), terrain=DEFAULT_TERRAIN)

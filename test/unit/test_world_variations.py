@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from support.reference_geometry import mount_matrix, quat_matrix
-from acres_sim.fake_game.simulation.entities import (
+from acres_sim.channels.control import (
     InvalidPose,
     NameInvalid,
     NameTaken,

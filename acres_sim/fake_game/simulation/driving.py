@@ -13,7 +13,8 @@ import math
 from typing import TYPE_CHECKING
 
 from acres_sim.fake_game.simulation.shifts import CALIBRATED, VehicleShift
-from acres_sim.fake_game.simulation.sinks import VehicleSink, VehicleStepReport
+from acres_sim.channels.vehicle import GEAR_DRIVE, VehicleReport
+from acres_sim.fake_game.simulation.sinks import VehicleSink
 from acres_sim.fake_game.simulation.vehicle_model import (
     RELEASED,
     VehicleModel,
@@ -89,13 +90,13 @@ class AgentDriving:
         self.track = motion if isinstance(motion, DrivenMotion) else None
 
     def report(self, simulator: "AgentSimulator", step: int, t: float, vehicle_time_s: float,
-               reset: str | None = None) -> VehicleStepReport:
+               reset: str | None = None) -> VehicleReport:
         """What the Vehicle Bridge reports of this step."""
         model = self.model
         if model is not None:
             s, c = model.state, model.command
             # the steering's angle sensor drifted with it: it reads the angle less the offset
-            return VehicleStepReport(
+            return VehicleReport(
                 step=step, time_s=t, vehicle_time_s=vehicle_time_s, driven=True,
                 command_stamp_s=self.command_stamp_s, steer_rad=s.steer_rad - model.steering_offset_rad,
                 steer_request_rad=c.steer_request_rad, throttle=c.throttle, brake=c.brake,
@@ -106,8 +107,8 @@ class AgentDriving:
         speed, rate = float(kin.velocity_body[0]), float(kin.angular_rate_body[2])
         steer = math.atan(self.params.wheelbase_m * rate / speed) if abs(speed) > 0.1 else 0.0
         shadow = VehicleModel(self.params, VehicleState(0.0, 0.0, 0.0, speed_mps=speed, steer_rad=steer))
-        return VehicleStepReport(
+        return VehicleReport(
             step=step, time_s=t, vehicle_time_s=vehicle_time_s, driven=False,
             command_stamp_s=self.command_stamp_s, steer_rad=steer, steer_request_rad=steer, throttle=0.0,
-            brake=0.0, direction=1, gear="drive", speed_mps=speed, yaw_rate=rate,
+            brake=0.0, direction=1, gear=GEAR_DRIVE, speed_mps=speed, yaw_rate=rate,
             wheel_speeds_rad_s=shadow.wheel_speeds(), rpm=shadow.rpm(), reset=reset)

@@ -14,7 +14,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from acres_sim.fake_game.simulation.entities import OutOfRange
+from acres_sim.channels.control import OutOfRange
 
 MAX_OFFSET_M = 0.5
 MAX_RPY_DEG = 15.0

@@ -29,7 +29,10 @@ from acres_sim.fake_game.world.georef import Georeference
 from acres_sim.fake_game.world.motion import DriveKnot, DrivenMotion, HeldMotion, Motion, RouteMotion
 from acres_sim.fake_game.world.route import DriveProfile
 from acres_sim.fake_game.world.scene import Scene, default_scene
-from acres_sim.fake_game.simulation.sensors import CameraModel, InsModel, Kinematics, LidarModel, Pose
+from acres_sim.fake_game.simulation.camera_model import CameraModel
+from acres_sim.fake_game.simulation.ins_model import InsModel
+from acres_sim.fake_game.simulation.lidar_model import LidarModel
+from acres_sim.fake_game.simulation.poses import Kinematics, Pose
 from acres_sim.fake_game.simulation.shifts import CALIBRATED, VehicleShift
 from acres_sim.fake_game.simulation.vehicles import VEHICLES, lidar_elevations_deg
 

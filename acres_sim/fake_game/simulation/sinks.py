@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from acres_sim.fake_game.simulation.vehicle_model import VehicleCommand, VehicleParams
+from acres_sim.channels.vehicle import VehicleCommand, VehicleReport
+from acres_sim.fake_game.simulation.vehicle_model import VehicleParams
 from acres_sim.stream.protocol import FrameType
 from acres_sim.stream.hello import Hello
 
@@ -57,29 +58,6 @@ class HeldCommand:
     stamp_s: float | None
 
 
-@dataclass(frozen=True)
-class VehicleStepReport:
-    """What a vehicle did in one physics step, as its Vehicle Bridge reports it (the socket module
-    turns it into the wire format). Times in seconds; angles in rad, + left."""
-
-    step: int
-    time_s: float  # world time
-    vehicle_time_s: float  # the vehicle's own physics time
-    driven: bool  # False while it drives its route (no command yet)
-    command_stamp_s: float | None  # the stamp of the command applied in this step
-    steer_rad: float  # road-wheel angle
-    steer_request_rad: float
-    throttle: float  # 0..1
-    brake: float  # 0..1
-    direction: int  # +1 forward, -1 reverse
-    gear: str  # park | reverse | neutral | drive
-    speed_mps: float  # signed along the heading
-    yaw_rate: float  # rad/s
-    wheel_speeds_rad_s: tuple[float, float, float, float]  # front left, front right, rear left, right
-    rpm: float
-    reset: str | None = None  # the report right after a reset: its scope (time, state, all)
-
-
 class VehicleSink(Protocol):
     """One agent's Vehicle Bridge as the session sees it: commands come out, reports go in."""
 
@@ -92,7 +70,7 @@ class VehicleSink(Protocol):
 
     def forget(self) -> None: ...
 
-    def report(self, report: VehicleStepReport) -> None: ...
+    def report(self, report: VehicleReport) -> None: ...
 
     def barrier(self, step: int, vehicle_time_s: float) -> None: ...
 
@@ -101,5 +79,5 @@ class VehicleSink(Protocol):
 
 # (agent name, vehicle, port, the vehicle's parameters, the report of the world as it stands) -> its
 # open Vehicle Bridge, or None when it could not be opened (the agent then drives its route).
-StateNow = Callable[[], VehicleStepReport]
+StateNow = Callable[[], VehicleReport]
 OpenVehicle = Callable[[str, str, int, VehicleParams, StateNow], "VehicleSink | None"]

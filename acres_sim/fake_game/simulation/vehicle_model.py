@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from acres_sim.channels.vehicle import GEAR_DRIVE, GEAR_PARK, GEAR_REVERSE, VehicleCommand
+
 GRAVITY = 9.80665
 STANDSTILL_MPS = 0.01  # below this a vehicle is at rest: a change of direction may happen
-GEAR_PARK, GEAR_REVERSE, GEAR_NEUTRAL, GEAR_DRIVE = "park", "reverse", "neutral", "drive"
-GEARS = (GEAR_PARK, GEAR_REVERSE, GEAR_NEUTRAL, GEAR_DRIVE)
 
 
 @dataclass(frozen=True)
@@ -62,27 +62,6 @@ VEHICLE_PARAMS = {
         max_speed_mps=11.1, max_reverse_mps=5.0, mass_kg=6500.0, drive_force_n=20000.0,
         brake_force_n=39000.0, rolling_resistance=0.04, final_drive_ratio=40.0, idle_rpm=850.0),
 }
-
-
-@dataclass(frozen=True)
-class VehicleCommand:
-    """What the game holds between steps (zero-order hold): pedals 0-1, a road-wheel angle request
-    (+ left) and the gear. The direction follows the gear: drive +1, reverse -1."""
-
-    steer_request_rad: float = 0.0
-    throttle: float = 0.0
-    brake: float = 0.0
-    gear: str = GEAR_DRIVE
-
-    def __post_init__(self) -> None:
-        for name in ("steer_request_rad", "throttle", "brake"):
-            if not math.isfinite(getattr(self, name)):
-                raise ValueError(f"{name} must be finite, got {getattr(self, name)!r}")
-        for name in ("throttle", "brake"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be 0..1, got {getattr(self, name)!r}")
-        if self.gear not in GEARS:
-            raise ValueError(f"gear must be one of {', '.join(GEARS)}, got {self.gear!r}")
 
 
 RELEASED = VehicleCommand(brake=1.0)  # what a vehicle without a live client gets: brakes on

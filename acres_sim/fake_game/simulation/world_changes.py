@@ -1,34 +1,39 @@
 """How a session's world differs from the one it launched with (ROS-free): the objects spawned into
 it, its conditions and every agent's hardware shift. One owner, so that the control channel, a reset
-and a replay change them in one way, and the scene the sensors draw is built in one place.
+and a replay change them in one way, the scene the sensors draw is built in one place, and the
+simulators and vehicles are told of a change in one place (apply_to).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from acres_sim.episode.log_file import OBJECTS, SHIFTS, Topic
-from acres_sim.fake_game.simulation.entities import (
+from acres_sim.channels.control import (
+    OBJECT_HALF_EXTENT_M,
+    BadRequest,
     InvalidPose,
     NameInvalid,
     NameTaken,
     NotDeletable,
     OutOfRange,
-    UnknownAgent,
+    UnknownEntity,
     UnknownResource,
-    finite_vector,
-    quaternion_yaw,
+    checked_pose,
 )
 from acres_sim.fake_game.simulation.shifts import CALIBRATED, VehicleShift
 from acres_sim.fake_game.world.conditions import CLEAR_DAY, Conditions, InvalidConditions
 from acres_sim.fake_game.world.farm_objects import CATALOGUE, KINDS, URI_PREFIX, WorldObject, kind_of
 from acres_sim.fake_game.world.scene import Scene
+from acres_sim.rotations import quaternion_yaw
+
+if TYPE_CHECKING:
+    from acres_sim.fake_game.simulation.session_agent import SessionAgent
 
 WORLD_FRAME = "map"  # the frame of the objects' poses (the grid ENU world frame)
-OBJECT_HALF_EXTENT_M = 1000.0  # objects stand within this of the map's origin (|x|, |y|)
 GROUND_TOLERANCE_M = 2.0  # a requested z this far from the ground is refused (the map's relief is 1.4 m)
 MAX_OBJECTS = 1000
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
@@ -60,7 +65,7 @@ class WorldChanges:
         if not isinstance(name, str):
             raise NameInvalid(f"name must be a string, got {name!r}")
         if len(self.objects) >= MAX_OBJECTS:
-            raise ValueError(f"the world holds {MAX_OBJECTS} spawned objects already: delete some first")
+            raise BadRequest(f"the world holds {MAX_OBJECTS} spawned objects already: delete some first")
         name = self._free_name(name or kind.name, allow_renaming or not name)
         x, y, z, yaw = self._placement(position, orientation)
         placed = WorldObject(name, kind, x, y, z, yaw)
@@ -84,13 +89,7 @@ class WorldChanges:
 
     def _placement(self, position: Any, orientation: Any) -> tuple[float, float, float, float]:
         """x, y, the ground's z there and the heading of a requested pose (InvalidPose if it cannot be)."""
-        x, y, z = finite_vector("position", position, 3)
-        if max(abs(x), abs(y)) > OBJECT_HALF_EXTENT_M:
-            raise InvalidPose(f"position ({x:g}, {y:g}) is off the map "
-                              f"(|x|, |y| at most {OBJECT_HALF_EXTENT_M:g} m)")
-        quaternion = finite_vector("orientation", orientation, 4)
-        if math.hypot(*quaternion) < 1e-6:
-            raise InvalidPose(f"orientation {quaternion} is no rotation (a zero quaternion)")
+        (x, y, z), quaternion = checked_pose(position, orientation, OBJECT_HALF_EXTENT_M)
         ground = float(self.base.ground_height(x, y))
         if z < ground - GROUND_TOLERANCE_M:
             raise InvalidPose(f"z {z:g} is under the terrain (the ground at ({x:g}, {y:g}) is "
@@ -113,7 +112,7 @@ class WorldChanges:
         if name in self.agents:
             raise NotDeletable(f"{name!r} is an agent: agents come with the session and are not deleted")
         if name not in self.objects:
-            raise UnknownAgent(f"no entity {name!r}; the objects are {', '.join(self.objects) or 'none'}")
+            raise UnknownEntity(f"no entity {name!r}; the objects are {', '.join(self.objects) or 'none'}")
         del self.objects[name]
         self._rebuild()
 
@@ -145,7 +144,7 @@ class WorldChanges:
 
     def set_conditions(self, values: Any) -> Conditions:
         if not isinstance(values, dict):
-            raise ValueError(f"conditions must be an object of fields, got {values!r}")
+            raise BadRequest(f"conditions must be an object of fields, got {values!r}")
         try:
             self.conditions = self.conditions.changed(values)
         except InvalidConditions as exc:
@@ -154,9 +153,9 @@ class WorldChanges:
 
     def set_shift(self, agent: Any, values: Any) -> VehicleShift:
         if agent not in self.shifts:
-            raise UnknownAgent(f"no agent {agent!r}; the agents are {', '.join(self.agents)}")
+            raise UnknownEntity(f"no agent {agent!r}; the agents are {', '.join(self.agents)}")
         if not isinstance(values, dict):
-            raise ValueError(f"shift must be an object of fields, got {values!r}")
+            raise BadRequest(f"shift must be an object of fields, got {values!r}")
         self.shifts[agent] = VehicleShift.of(values)
         return self.shifts[agent]
 
@@ -166,6 +165,17 @@ class WorldChanges:
         self.conditions = CLEAR_DAY
         self.shifts = dict.fromkeys(self.agents, CALIBRATED)
         self._rebuild()
+
+    def apply_to(self, agents: Iterable[SessionAgent]) -> None:
+        """(no render in flight) The agents' sensors and vehicles see the world as it now is."""
+        for agent in agents:
+            simulator = agent.simulator
+            simulator.scene = self.scene
+            simulator.conditions = self.conditions
+            simulator.shift = self.shifts[agent.name]
+            if agent.driving is not None:
+                agent.driving.set_shift(simulator.shift)
+            agent.renders.forget_cache()
 
     # -- as messages: to the listeners and the log, and back from a log ---------------------------
 

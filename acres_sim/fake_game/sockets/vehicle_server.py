@@ -1,60 +1,40 @@
-"""One agent's Vehicle Bridge: the game side of the drive-by-wire socket (ROS-free).
+"""One agent's Vehicle Bridge: the game side of the drive-by-wire socket (ROS-free). Its messages
+are acres_sim.channels.vehicle's.
 
-The seed pages name this socket (the JSON RL bridge) but not its messages, so the fake game defines
-them (doc/fake-game.md has the table); acres_sim.game.vehicle_client is the one module that speaks
-them. Newline-delimited JSON objects on 127.0.0.1, one client at a time (the next one waits in the
-listen queue):
-
-game -> client
-    {"type": "hello", "agent", "vehicle", "physics_hz", "params": {wheelbase_m, ...}}   on connect,
-                                                      then a report of the state the world is in
-    {"type": "report", "step", "vehicle_time_s", "driven", "command_stamp_s",
-     "steer_rad", "steer_request_rad", "throttle", "brake", "direction", "gear", "speed_mps",
-     "yaw_rate", "wheel_speeds_rad_s": [fl, fr, rl, rr], "rpm"}                          every step
-    the same with "reset": "time" | "state" | "all"                 right after a reset (then a barrier)
-    {"type": "held", "stamp_s"}                       a command taken: from the next physics step on
-    {"type": "barrier", "step", "vehicle_time_s"}     after each lockstep step request, after its reports,
-                                                      and after each reset (after a report of the reset state)
-    {"type": "error", "code": "bad_request", "error": "..."}                  a refused line; it goes on
-client -> game
-    {"type": "command", "stamp_s", "steer_request_rad", "throttle", "brake", "gear"}
-
-Times in the game's messages are the vehicle's own physics time (vehicle_time_s), as the game's Vehicle
-Bridge reports them: world time = vehicle time + the offset of the agent's Clock frames (header stamp
-minus payload). A command's stamp_s is the client's own (world time, as ROS stamps it); the game only
-hands it back (held, command_stamp_s).
-
-The session applies the latest command at each physics step (zero-order hold). A client's first
-command takes the vehicle off its route. Outside lockstep a client that sends nothing for
-WATCHDOG_S of wall time is braked to a stop (the game brakes a client that is slow in wall-clock
-time); in lockstep it is not (the world waits for it).
+One client at a time (the next one waits in the listen queue). The session applies the latest
+command at each physics step (zero-order hold). A client's first command takes the vehicle off its
+route. Outside lockstep a client that sends nothing for WATCHDOG_S of wall time is braked to a stop
+(the game brakes a client that is slow in wall-clock time); in lockstep it is not (the world waits
+for it).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
 import socket
 import threading
 import time
 from collections import deque
 from typing import Any
 
-from acres_sim.fake_game.simulation.sinks import (
-    HeldCommand,
-    LogFn,
-    OpenVehicle,
-    StateNow,
-    VehicleStepReport,
-    stdout_log,
+from acres_sim.channels.vehicle import (
+    MAX_COMMAND_LINE_BYTES,
+    VehicleReport,
+    barrier_message,
+    error_message,
+    held_message,
+    hello_message,
+    parse_command,
+    report_message,
 )
-from acres_sim.fake_game.simulation.vehicle_model import VehicleCommand, VehicleParams
+from acres_sim.fake_game.simulation.sinks import HeldCommand, LogFn, OpenVehicle, StateNow, stdout_log
+from acres_sim.fake_game.simulation.vehicle_model import VehicleParams
 from acres_sim.fake_game.sockets.loopback_server import LoopbackServer
 from acres_sim.net.lines import TOO_LONG, read_lines
 from acres_sim.stream.timing import PHYSICS_HZ
 
 WATCHDOG_S = 0.5
-MAX_LINE_BYTES = 16 * 1024  # a longer line is refused and skipped: memory stays bounded
 MAX_QUEUED_LINES = 1200  # reports of 10 s; beyond that the oldest reports are dropped, never a barrier
 _POLL_S = 0.1
 
@@ -67,8 +47,7 @@ class VehicleServer(LoopbackServer):
         super().__init__(port, label="VEHICLE_BRIDGE", tags=f"agent={agent}", backlog=4, log=log)
         self.agent = agent
         self.vehicle = vehicle
-        self._hello = json.dumps({"type": "hello", "agent": agent, "vehicle": vehicle,
-                                  "physics_hz": physics_hz, "params": params.as_dict()}) + "\n"
+        self._hello = json.dumps(hello_message(agent, vehicle, physics_hz, params.as_dict())) + "\n"
         self._state_now = state_now
         self._queue: deque[tuple[bytes, bool]] = deque()  # (line, droppable)
         self._held: HeldCommand | None = None
@@ -92,8 +71,7 @@ class VehicleServer(LoopbackServer):
                 return None
             silent = not self._connected or time.monotonic() - self._last_line > WATCHDOG_S
             if silent and not lockstep:
-                braked = VehicleCommand(steer_request_rad=held.command.steer_request_rad, brake=1.0,
-                                        gear=held.command.gear)
+                braked = dataclasses.replace(held.command, throttle=0.0, brake=1.0)
                 return HeldCommand(braked, held.stamp_s)
             return held
 
@@ -102,11 +80,11 @@ class VehicleServer(LoopbackServer):
         with self._lock:
             self._held = None
 
-    def report(self, report: VehicleStepReport) -> None:
+    def report(self, report: VehicleReport) -> None:
         self._send(report_message(report), droppable=True)
 
     def barrier(self, step: int, vehicle_time_s: float) -> None:
-        self._send({"type": "barrier", "step": step, "vehicle_time_s": vehicle_time_s}, droppable=False)
+        self._send(barrier_message(step, vehicle_time_s), droppable=False)
 
     def _send(self, message: dict[str, Any], droppable: bool) -> None:
         line = (json.dumps(message, allow_nan=False) + "\n").encode()
@@ -164,55 +142,26 @@ class VehicleServer(LoopbackServer):
             self._log(f"ACRES_VEHICLE_BRIDGE_DISCONNECTED agent={self.agent} port={self.port}")
 
     def _read(self, conn: socket.socket) -> None:
-        for line in read_lines(conn, self._stop, MAX_LINE_BYTES):
+        for line in read_lines(conn, self._stop, MAX_COMMAND_LINE_BYTES):
             if line is TOO_LONG:
-                self._refuse(f"a line longer than {MAX_LINE_BYTES} bytes")
+                self._refuse(f"a line longer than {MAX_COMMAND_LINE_BYTES} bytes")
             else:
                 self._take(line)
 
     def _take(self, line: bytes) -> None:
         try:
-            message = json.loads(line)
-            if not isinstance(message, dict) or message.get("type") != "command":
-                raise ValueError('expected {"type": "command", ...}')
-            command = VehicleCommand(steer_request_rad=_number(message, "steer_request_rad"),
-                                     throttle=_number(message, "throttle"), brake=_number(message, "brake"),
-                                     gear=str(message.get("gear", "drive")))
-            stamp = message.get("stamp_s")
-            if stamp is not None and not (isinstance(stamp, (int, float)) and math.isfinite(stamp)):
-                raise ValueError(f"stamp_s must be a finite number, got {stamp!r}")
-        except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
+            command = parse_command(json.loads(line))
+        except (ValueError, TypeError) as exc:  # json.JSONDecodeError and VehicleProtocolError too
             self._refuse(str(exc))
             return
         with self._lock:
-            self._held = HeldCommand(command, None if stamp is None else float(stamp))
+            self._held = HeldCommand(command, command.stamp_s)
             self._last_line = time.monotonic()
         # Once held, said: a client can tell others (sim_control) that the next step applies it.
-        self._send({"type": "held", "stamp_s": stamp}, droppable=False)
+        self._send(held_message(command.stamp_s), droppable=False)
 
     def _refuse(self, why: str) -> None:
-        self._send({"type": "error", "code": "bad_request", "error": why}, droppable=False)
-
-
-def report_message(report: VehicleStepReport) -> dict[str, Any]:
-    """A step's report as its JSON object (the "reset" key only on the report after a reset)."""
-    message: dict[str, Any] = {
-        "type": "report", "step": report.step, "vehicle_time_s": report.vehicle_time_s,
-        "driven": report.driven,
-        "command_stamp_s": report.command_stamp_s, "steer_rad": report.steer_rad,
-        "steer_request_rad": report.steer_request_rad, "throttle": report.throttle, "brake": report.brake,
-        "direction": report.direction, "gear": report.gear, "speed_mps": report.speed_mps,
-        "yaw_rate": report.yaw_rate, "wheel_speeds_rad_s": list(report.wheel_speeds_rad_s), "rpm": report.rpm}
-    if report.reset is not None:
-        message["reset"] = report.reset
-    return message
-
-
-def _number(message: dict[str, Any], name: str) -> float:
-    value = message.get(name, 0.0)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    return float(value)
+        self._send(error_message(why), droppable=False)
 
 
 def vehicle_opener(log: LogFn = stdout_log) -> OpenVehicle:

@@ -8,10 +8,10 @@ reaches _SINK_M into the ground so that a slope shows no gap under it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from acres_sim.fake_game.world.materials import MAT
+from acres_sim.rotations import quaternion_about_z
 from acres_sim.fake_game.world.scene import Box, Cylinder, Primitive, Sphere
 
 URI_PREFIX = "acres://objects/"
@@ -85,7 +85,7 @@ class WorldObject:
     @property
     def quaternion(self) -> tuple[float, float, float, float]:
         """Its heading as x, y, z, w."""
-        return (0.0, 0.0, math.sin(0.5 * self.yaw), math.cos(0.5 * self.yaw))
+        return tuple(float(v) for v in quaternion_about_z(self.yaw))  # type: ignore[return-value]
 
     def message(self) -> dict:
         """acres_interfaces/WorldObject as a dict."""

@@ -1,4 +1,4 @@
-"""acres_sim.game.vehicle_client without a socket: the Vehicle Bridge's messages parsed into typed
+"""acres_sim.channels.vehicle without a socket: the Vehicle Bridge's messages parsed into typed
 records, and everything else refused with a message that says what was wrong."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
 from acres_sim.game.vehicle_time import VehicleTime
-from acres_sim.game.vehicle_client import (
+from acres_sim.channels.vehicle import (
     VehicleCommand,
     VehicleProtocolError,
     parse_info,

@@ -1,0 +1,70 @@
+"""The fake world of one run (ROS-free): the session (clock, lock, steps, resets) and the owners
+that act at its steps, put together in their order, with what the control channel asks of them.
+
+Owners, in the order the session calls them: the episode's id and agents (EpisodeInfo), the replay
+player, the world's changes and entity requests (WorldRequests), the agent states (the hub's
+per-step messages), the recorder (the hub's tap). A new feature is a new owner added here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acres_sim.fake_game.simulation.episode_hub import EpisodeHub, EpisodeListener
+from acres_sim.fake_game.simulation.episode_info import EpisodeInfo
+from acres_sim.fake_game.simulation.episode_recorder import EpisodeRecorder
+from acres_sim.fake_game.simulation.replay_player import ReplayPlayer
+from acres_sim.fake_game.simulation.session import Session
+from acres_sim.fake_game.simulation.session_config import SessionConfig
+from acres_sim.fake_game.simulation.sinks import LogFn, OpenStream, OpenVehicle, stdout_log
+from acres_sim.fake_game.simulation.state_publisher import AgentStatePublisher
+from acres_sim.fake_game.simulation.world_requests import WorldRequests
+
+SOURCE = "fake_game"  # the Episode's source
+WORLD_NAME = "acres_farm_loop"  # the fake world's one map
+
+
+class FakeWorld:
+    def __init__(self, config: SessionConfig, open_stream: OpenStream, log: LogFn = stdout_log,
+                 open_vehicle: OpenVehicle | None = None):
+        self.session = Session(config, open_stream, log, open_vehicle)
+        self.hub = EpisodeHub()
+
+    def start(self) -> None:
+        """Open the agents, put the owners together, open the episode files the config names, run."""
+        session, hub, cfg = self.session, self.hub, self.session.config
+        session.open()
+        try:
+            self.episode = EpisodeInfo(hub, session.agents, SOURCE, WORLD_NAME, cfg.seed)
+            self.world = WorldRequests(session, hub)
+            self.states = AgentStatePublisher(hub, session.agents)
+            self.replay = ReplayPlayer(session, hub, self.world, self.states)
+            self.recorder = EpisodeRecorder(session, hub, SOURCE, WORLD_NAME, cfg.seed)
+            for owner in (self.episode, self.replay, self.world, self.states, self.recorder):
+                session.add_owner(owner)
+            if cfg.episode_replay:  # a bad file stops the start with its error
+                self.replay.begin(self.replay.load(cfg.episode_replay))
+            if cfg.episode_log:
+                self.recorder.start_held(cfg.episode_log)
+        except BaseException:
+            session.stop()
+            raise
+        session.run()
+
+    def stop(self) -> None:
+        self.session.stop()
+
+    # -- the episode (control channel) ------------------------------------------------------------
+
+    def watch(self, listener: EpisodeListener) -> None:
+        """listener gets the episode, the agents, the recording and every step's agent states."""
+        with self.session.holding():  # its first states are those of the step the world is at
+            self.hub.add_listener(listener)
+
+    def unwatch(self, listener: EpisodeListener) -> None:
+        self.hub.remove_listener(listener)
+
+    def episode_status(self) -> dict[str, Any]:
+        with self.session.holding():
+            return {"episode_id": self.episode.episode_id, "recording": self.recorder.status(),
+                    "replay": self.replay.status()}
