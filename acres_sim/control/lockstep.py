@@ -1,6 +1,6 @@
-"""sim_control's lockstep waits, ROS-free: the barriers a step waits for after the game stepped, and
-the commands it waits for before. Both are fed from subscription callbacks on one thread and waited
-on from service threads."""
+"""sim_control's lockstep, ROS-free: the barriers a step waits for after the game stepped, the
+commands it waits for before, and the stepping rules over both (Lockstep). The watches are fed from
+subscription callbacks on one thread and waited on from service threads."""
 
 from __future__ import annotations
 
@@ -124,3 +124,107 @@ class PublishersMatched:
             if not missing or now >= deadline:
                 return missing
             time.sleep(self._poll_s)
+
+
+class LockstepFailed(Exception):
+    """A step or reset that could not be completed: the message says why (for error_message)."""
+
+
+# (steps) -> (world step reached, its world time): one request to the game, answered after its barriers
+StepGame = Callable[[int], tuple[int, float]]
+
+
+class Lockstep:
+    """sim_control's stepping rules, ROS-free: before the game steps, every barrier the request
+    will wait for has a publisher and every agent under command holds a command for the world time
+    (bounded by command_wait_s, then a warning); after each game request of at most `chunk` steps,
+    every agent's sim/barrier (and vehicle/barrier) of the step reached, and the step's agent states
+    when `delivered` says they are awaited. One stepping request at a time."""
+
+    def __init__(self, barriers: BarrierWatch, vehicle_barriers: BarrierWatch, held: HeldCommands,
+                 matched: PublishersMatched, barrier_timeout_s: float, command_wait_s: float,
+                 warn: Callable[[str], None], vehicle_suffix: str):
+        self.barriers, self.vehicle_barriers = barriers, vehicle_barriers
+        self.held, self.matched = held, matched
+        self.barrier_timeout_s = barrier_timeout_s
+        self.command_wait_s = command_wait_s
+        self._warn = warn
+        self._vehicle_suffix = vehicle_suffix  # the topic name's end of a vehicle barrier
+        self.lock = threading.Lock()  # one stepping request at a time: barriers per request
+        self.world_time_s: float | None = None  # known after a step; None: ask the game
+
+    def steps(self, steps: int, chunk: int, step_game: StepGame, world_time_now: Callable[[], float],
+              after_chunk: Callable[[int], bool] | None = None,
+              delivered: Callable[[int, float], bool] | None = None) -> int:
+        """Run `steps` in game requests of at most `chunk`. after_chunk(done) -> False stops between
+        chunks; delivered(step, timeout_s) -> False: the step's states did not come. Returns the steps
+        done."""
+        done = 0
+        with self.lock:
+            self._wait_publishers(self.matched.topics)
+            self._wait_commands(world_time_now)
+            while done < steps:
+                n = min(chunk, steps - done)
+                since, vehicle_since = self.barriers.mark(), self.vehicle_barriers.mark()
+                reached, self.world_time_s = step_game(n)
+                done += n
+                what = f"the game did {done} of {steps} steps (world step {reached})"
+                self._wait_barriers(reached, since, vehicle_since, what)
+                if delivered is not None and not delivered(reached, self.barrier_timeout_s):
+                    raise LockstepFailed(
+                        f"{what}, but its agent states were not published within "
+                        f"{self.barrier_timeout_s:g} s "
+                        "(is the episode feed of the control channel connected?)")
+                if after_chunk is not None and not after_chunk(done):
+                    break
+        return done
+
+    def reset(self, scope: str, reset_game: Callable[[], int], before: Callable[[], None]) -> None:
+        """A reset: the vehicle barriers it waits for have publishers, what the bridges held before
+        no longer counts (before() forgets the rest), and every vehicle/barrier of the reset comes."""
+        with self.lock:
+            self._wait_publishers([t for t in self.matched.topics if t.endswith(self._vehicle_suffix)])
+            self.world_time_s = None
+            self.held.forget()
+            before()
+            vehicle_since = self.vehicle_barriers.mark()
+            reached = reset_game()
+            missing = self.vehicle_barriers.wait(reached, vehicle_since, self.barrier_timeout_s)
+            if missing:
+                raise LockstepFailed(
+                    f"the world was reset ({scope}), but no vehicle/barrier came within "
+                    f"{self.barrier_timeout_s:g} s from: {', '.join(missing)} (is its vehicle_bridge running "
+                    "and connected?)")
+
+    def _wait_publishers(self, barriers: list[str]) -> None:
+        missing = self.matched.wait(barriers, self.barrier_timeout_s)
+        if missing:
+            raise LockstepFailed(
+                f"nothing publishes {', '.join(missing)} (waited {self.barrier_timeout_s:g} s): is each "
+                "agent's sim_bridge (and vehicle_bridge) running?")
+
+    def _wait_barriers(self, step: int, since: int, vehicle_since: int, what: str) -> None:
+        missing = self.barriers.wait(step, since, self.barrier_timeout_s)
+        if missing:
+            raise LockstepFailed(
+                f"{what}, but no sim/barrier came within {self.barrier_timeout_s:g} s from: "
+                f"{', '.join(missing)} (is its sim_bridge running and connected?)")
+        missing = self.vehicle_barriers.wait(step, vehicle_since, self.barrier_timeout_s)
+        if missing:
+            raise LockstepFailed(
+                f"{what}, but no vehicle/barrier came within {self.barrier_timeout_s:g} s from: "
+                f"{', '.join(missing)} (is its vehicle_bridge running and connected?)")
+
+    def _wait_commands(self, world_time_now: Callable[[], float]) -> None:
+        """The lockstep rule: each agent under command holds a command stamped at or after the
+        world time before the game steps (bounded by command_wait_s)."""
+        if not self.held.under_command():
+            return
+        if self.world_time_s is None:
+            self.world_time_s = world_time_now()
+        late = self.held.wait(self.world_time_s, self.command_wait_s)
+        if late:
+            self._warn(
+                f"no command stamped at or after world time {self.world_time_s:.4f} s held for "
+                f"{', '.join(late)} within {self.command_wait_s:g} s: stepping with what the vehicle holds "
+                "(publish a command before each step; vehicle/disable ends being under command)")

@@ -1,7 +1,7 @@
 """sim_control's episode part: the /sim/* topics from the game's episode feed (the episode, the
 agents, every step's agent states, farm events and stamps, the objects, the shifts, the conditions),
-and the acres_interfaces services that record and replay the episode log, shift a vehicle's hardware
-and change the conditions.
+and the acres_interfaces services that record and replay the episode log (the world's services:
+world_services.py).
 
 The feed's events are acres_interfaces messages as dicts of their fields; they are encoded to CDR by
 acres_sim.episode (the same codec the game's log is written with) and published as serialized
@@ -17,18 +17,11 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from acres_sim.episode.log_file import CLOCK, CODEC, TOPICS, Topic
-from acres_sim.game.control_client import ControlClient, ControlRefused, ControlUnavailable
+from acres_sim.channels.control import BAD_REQUEST
+from acres_sim.game.control_client import ControlClient, ControlRefused
 from acres_sim.game.episode_feed import EpisodeFeed
+from acres_sim.nodes.acres_services import acres_msg, acres_srv, answering
 from acres_sim.stream.timing import PHYSICS_HZ
-
-try:
-    from acres_interfaces import msg as acres_msg
-    from acres_interfaces import srv as acres_srv
-except ImportError as exc:  # a workspace without acres_interfaces
-    acres_msg = acres_srv = None
-    IMPORT_ERROR: str | None = str(exc)
-else:
-    IMPORT_ERROR = None
 
 
 def qos(topic: Topic) -> QoSProfile:
@@ -52,15 +45,13 @@ class EpisodeServices:
                                               qos(topic))
             for topic in self._topics.values()}
         self._problem = ""
-        for name, kind, handler in (
-                ("start_recording", acres_srv.StartRecording, self._start_recording),
-                ("stop_recording", acres_srv.StopRecording, self._stop_recording),
-                ("start_replay", acres_srv.StartReplay, self._start_replay),
-                ("stop_replay", acres_srv.StopReplay, self._stop_replay),
-                ("get_episode_status", acres_srv.GetEpisodeStatus, self._status),
-                ("set_vehicle_shift", acres_srv.SetVehicleShift, self._set_vehicle_shift),
-                ("set_conditions", acres_srv.SetConditions, self._set_conditions)):
-            node.create_service(kind, name, self._answering(handler), callback_group=callback_group)
+        for name, kind in (("start_recording", acres_srv.StartRecording),
+                           ("stop_recording", acres_srv.StopRecording),
+                           ("start_replay", acres_srv.StartReplay),
+                           ("stop_replay", acres_srv.StopReplay),
+                           ("get_episode_status", acres_srv.GetEpisodeStatus)):
+            node.create_service(kind, name, answering(self._log, name, getattr(self, name)),
+                                callback_group=callback_group)
         self.feed = EpisodeFeed(port, self._on_event, self._on_problem)
         self.feed.start()
 
@@ -104,39 +95,23 @@ class EpisodeServices:
 
     # -- services --------------------------------------------------------------------------------
 
-    def _answering(self, handler: Any) -> Any:
-        def call(request: Any, response: Any) -> Any:
-            try:
-                handler(request, response)
-                response.success = True
-            except (ControlUnavailable, ControlRefused) as exc:
-                response.success = False
-                response.message = str(exc)
-                self._log.error(f"{handler.__name__.lstrip('_')}: {exc}")
-            except Exception as exc:  # noqa: BLE001 -- e.g. a malformed answer: say so, keep serving
-                response.success = False
-                response.message = f"{type(exc).__name__}: {exc}"
-                self._log.error(f"{handler.__name__.lstrip('_')}: {response.message}")
-            return response
-        return call
-
-    def _start_recording(self, request: Any, response: Any) -> None:
+    def start_recording(self, request: Any, response: Any) -> None:
         if not request.path:
-            raise ControlRefused("bad_request", "path is empty: give the file to write")
+            raise ControlRefused(BAD_REQUEST, "path is empty: give the file to write")
         status = self._game.record_start(request.path)
         response.message = f"recording into {status.get('path')}"
         self._log.info(response.message)
 
-    def _stop_recording(self, request: Any, response: Any) -> None:
+    def stop_recording(self, request: Any, response: Any) -> None:
         summary = self._game.record_stop()
         response.path = str(summary.get("path", ""))
         response.message_count = int(summary.get("message_count", 0))
         response.duration_s = float(summary.get("duration_s", 0.0))
         response.message = f"{response.path}: {response.message_count} messages, {response.duration_s:.3f} s"
 
-    def _start_replay(self, request: Any, response: Any) -> None:
+    def start_replay(self, request: Any, response: Any) -> None:
         if not request.path:
-            raise ControlRefused("bad_request", "path is empty: give the episode log to replay")
+            raise ControlRefused(BAD_REQUEST, "path is empty: give the episode log to replay")
         self.feed.forget_steps()  # the world goes back to the log's first step
         status = self._game.replay_start(request.path)
         response.start_s = float(status.get("start_s", 0.0))
@@ -146,11 +121,11 @@ class EpisodeServices:
                             f"({response.start_s:.3f} .. {response.end_s:.3f} s)")
         self._log.info(response.message)
 
-    def _stop_replay(self, request: Any, response: Any) -> None:
+    def stop_replay(self, request: Any, response: Any) -> None:
         self._game.replay_stop()
         response.message = "replay stopped: the agents are simulated from where they are"
 
-    def _status(self, request: Any, response: Any) -> None:
+    def get_episode_status(self, request: Any, response: Any) -> None:
         status = self._game.episode_status()
         recording, replay = status.get("recording", {}), status.get("replay", {})
         response.episode_id = str(status.get("episode_id", ""))
@@ -164,28 +139,3 @@ class EpisodeServices:
         response.replay_end_s = float(replay.get("end_s", 0.0))
         response.replay_time_s = float(replay.get("time_s", 0.0))
         response.replay_ended = bool(replay.get("ended"))
-
-    def _set_vehicle_shift(self, request: Any, response: Any) -> None:
-        shift = request.shift
-        if not shift.agent:
-            raise ControlRefused("bad_request", "shift.agent is empty: name the agent to shift")
-        fields: dict[str, Any] = {name: _vector(getattr(shift, name)) for name in (
-            "camera_offset_m", "camera_rpy_deg", "lidar_offset_m", "lidar_rpy_deg")}
-        fields.update(steering_offset_rad=shift.steering_offset_rad, throttle_gain=shift.throttle_gain,
-                      brake_gain=shift.brake_gain)
-        self._game.set_shift(shift.agent, fields)
-        response.message = f"{shift.agent} shifted" if any(
-            v != [0.0, 0.0, 0.0] for v in list(fields.values())[:4]) or fields["steering_offset_rad"] \
-            or fields["throttle_gain"] != 1.0 or fields["brake_gain"] != 1.0 else f"{shift.agent} calibrated"
-        self._log.info(f"set_vehicle_shift: {response.message}")
-
-    def _set_conditions(self, request: Any, response: Any) -> None:
-        c = request.conditions
-        now = self._game.set_conditions({name: float(getattr(c, name)) for name in (
-            "sun_elevation_deg", "sun_azimuth_deg", "wetness", "dust", "fog")})
-        response.message = ", ".join(f"{k} {v:g}" for k, v in now.items() if k != "header")
-        self._log.info(f"set_conditions: {response.message}")
-
-
-def _vector(v: Any) -> list[float]:
-    return [float(v.x), float(v.y), float(v.z)]

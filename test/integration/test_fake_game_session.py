@@ -62,3 +62,49 @@ def test_flat_ground_option_gives_the_plane_to_every_agent():
             assert (max(map(abs, z)) == 0.0) == expect_flat
         finally:
             session.stop()
+
+
+def test_an_owner_added_to_the_world_is_called_at_every_point_of_the_loop():
+    """A new per-step feature is a StepOwner added to the world (no line of the session changes):
+    it is called before the agents move, once they moved, after the frames, and around a reset,
+    with the world's lock held, and sees the step the world is at."""
+    from acres_sim.fake_game.cli import build_parser, config_from_args
+    from acres_sim.fake_game.simulation.fake_world import FakeWorld
+    from acres_sim.fake_game.simulation.step_owner import StepOwner
+    from acres_sim.fake_game.sockets.stream_server import stream_opener
+
+    config = config_from_args(build_parser().parse_args(["--port", "0", "--lockstep", "--control-port", "0",
+                                                         "--no-noise"]))
+    world = FakeWorld(config, stream_opener(config, quiet), log=quiet)
+
+    class Witness(StepOwner):
+        def __init__(self):
+            self.calls = []
+
+        def begin_step(self, step):
+            self.calls.append(("begin", step.step, world.session.step_count))
+
+        def moved(self, step):
+            self.calls.append(("moved", step.step, world.session.step_count))
+
+        def end_step(self, step):
+            self.calls.append(("end", step.step, world.session.step_count))
+
+        def before_reset(self, reset):
+            self.calls.append(("before_reset", reset.scope, reset.from_step, reset.step))
+
+        def after_reset(self, reset):
+            self.calls.append(("after_reset", reset.scope, reset.from_step, world.session.step_count))
+
+    witness = Witness()
+    world.session.open()
+    world.session.add_owner(witness)
+    world.session.run()
+    try:
+        assert world.session.step(2) == (2, 2 / 120)
+        world.session.reset("time")
+    finally:
+        world.session.stop()
+    assert witness.calls == [("begin", 1, 0), ("moved", 1, 0), ("end", 1, 1),
+                             ("begin", 2, 1), ("moved", 2, 1), ("end", 2, 2),
+                             ("before_reset", "time", 2, 0), ("after_reset", "time", 2, 0)]

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from support.required import required
 
 from acres_sim.episode import definitions
 from acres_sim.episode.log_file import CODEC, ros_distro, texts
@@ -17,8 +18,8 @@ from acres_sim.episode.log_file import CODEC, ros_distro, texts
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO / "interfaces" / "acres_interfaces"
 
-acres_msg = pytest.importorskip("acres_interfaces.msg", reason="acres_interfaces is not built in this "
-                                "environment (interfaces/acres_interfaces; see the README)")
+acres_msg = required("acres_interfaces.msg", "acres_interfaces is not built in this environment "
+                     "(interfaces/acres_interfaces; see the README)")
 
 
 def _installed(type_name: str, suffix: str) -> Path:

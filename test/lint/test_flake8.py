@@ -4,13 +4,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from support.required import required
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_flake8_is_clean():
-    pytest.importorskip("flake8", reason="flake8 is not installed (test_depend python3-flake8)")
+    required("flake8", "flake8 is not installed (test_depend python3-flake8)")
     targets = [t for t in ("acres_sim", "harness", "test", "launch", "benchmark", "tools", "setup.py")
                if (REPO / t).exists()]
     result = subprocess.run([sys.executable, "-m", "flake8", *targets], cwd=REPO,

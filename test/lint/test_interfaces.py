@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support.required import absent, required
 
 REPO = Path(__file__).resolve().parents[2]
 RELEASED = {name: digest for name, digest in (
@@ -18,8 +19,8 @@ RELEASED = {name: digest for name, digest in (
 
 
 def _installed_json(name: str) -> Path | None:
-    ament_index = pytest.importorskip("ament_index_python.packages",
-                                      reason="ament_index_python is not installed (part of every ROS 2)")
+    ament_index = required("ament_index_python.packages",
+                           "ament_index_python is not installed (part of every ROS 2)")
     package, kind, type_name = name.split("/")
     try:
         share = Path(ament_index.get_package_share_directory(package))
@@ -39,8 +40,8 @@ def test_every_definition_in_tools_has_a_released_hash_to_match():
 def test_the_installed_type_has_the_released_hash(name):
     path = _installed_json(name)
     if path is None:
-        pytest.skip(f"{name.split('/')[0]} is not installed here (ds_dbw_msgs is not released for Kilted: "
-                    "the bootstrap generates it for the self-installed environments)")
+        absent(f"{name.split('/')[0]} is not installed here (ds_dbw_msgs is not released for Kilted: "
+               "the bootstrap generates it for the self-installed environments)")
     hashes = json.loads(path.read_text())["type_hashes"]
     assert hashes[0]["type_name"] == name
     assert hashes[0]["hash_string"] == RELEASED[name]
@@ -49,8 +50,7 @@ def test_the_installed_type_has_the_released_hash(name):
 def test_the_ds_dbw_msgs_constants_the_driver_copies_are_the_packages():
     """acres_sim.drive keeps ds_dbw_msgs' numbers itself (it imports no ROS): held here to the
     package's own constants, where it imports."""
-    dbw = pytest.importorskip("ds_dbw_msgs.msg", reason="ds_dbw_msgs is not installed (released for "
-                              "Humble and Jazzy only)")
+    dbw = required("ds_dbw_msgs.msg", "ds_dbw_msgs is not installed (released for Humble and Jazzy only)")
     from acres_sim.drive import driver
 
     def constants(cls: type, prefix: str) -> dict[int, set[str]]:

@@ -7,7 +7,16 @@ from __future__ import annotations
 import threading
 import time
 
-from acres_sim.control.lockstep import SEEN_PER_AGENT, BarrierWatch, HeldCommands, PublishersMatched
+import pytest
+
+from acres_sim.control.lockstep import (
+    SEEN_PER_AGENT,
+    BarrierWatch,
+    HeldCommands,
+    Lockstep,
+    LockstepFailed,
+    PublishersMatched,
+)
 from acres_sim.topics import HELD_AWAITING
 
 
@@ -104,3 +113,88 @@ def test_waiting_for_publishers_ends_when_they_come():
     thread = later(0.05, counts.__setitem__, "/a/sim/barrier", 1)
     assert matched.wait(matched.topics, timeout_s=5.0) == []
     thread.join()
+
+
+class FakeBridges:
+    """What the game and the bridges do for Lockstep: a step request answered with the step reached,
+    and each agent's barrier of that step published (sim/barrier always, vehicle/barrier when
+    the agent has a vehicle_bridge), unless told to stay silent."""
+
+    def __init__(self, agents, vehicles=True, silent=()):
+        self.step = 0
+        self.requests = []
+        self.barriers = BarrierWatch(agents)
+        self.vehicle_barriers = BarrierWatch(agents if vehicles else [])
+        self.held = HeldCommands(agents if vehicles else [])
+        self.silent = set(silent)
+        self.warnings = []
+        counts = {f"/{a}/sim/barrier": (lambda: 1) for a in agents}
+        if vehicles:
+            counts.update({f"/{a}/vehicle/barrier": (lambda: 1) for a in agents})
+        self.lockstep = Lockstep(self.barriers, self.vehicle_barriers, self.held,
+                                 PublishersMatched(counts, settle_s=0.0), barrier_timeout_s=0.3,
+                                 command_wait_s=0.2, warn=self.warnings.append,
+                                 vehicle_suffix="/vehicle/barrier")
+        self.agents = agents
+        self.vehicles = vehicles
+
+    def step_game(self, n):
+        self.requests.append(n)
+        self.step += n
+        for agent in self.agents:
+            if agent not in self.silent:
+                self.barriers.arrived(agent, self.step)
+                if self.vehicles:
+                    self.vehicle_barriers.arrived(agent, self.step)
+        return self.step, self.step / 120.0
+
+
+def test_steps_go_in_chunks_each_waiting_for_every_agents_barriers():
+    bridges = FakeBridges(["a", "b"])
+    for agent in ("a", "b"):
+        bridges.held.update(agent, 0.0, "")  # neither under command
+    done = bridges.lockstep.steps(30, 12, bridges.step_game, lambda: 0.0)
+    assert done == 30 and bridges.requests == [12, 12, 6]
+    assert bridges.lockstep.world_time_s == 30 / 120.0
+
+
+def test_a_missing_barrier_fails_the_step_and_names_the_agent():
+    bridges = FakeBridges(["a", "b"], vehicles=False, silent={"b"})
+    with pytest.raises(LockstepFailed, match=r"did 12 of 12 steps .* no sim/barrier .* from: b"):
+        bridges.lockstep.steps(12, 12, bridges.step_game, lambda: 0.0)
+
+
+def test_stepping_stops_between_chunks_when_asked_and_when_the_states_do_not_come():
+    bridges = FakeBridges(["a"], vehicles=False)
+    assert bridges.lockstep.steps(48, 12, bridges.step_game, lambda: 0.0,
+                                  after_chunk=lambda done: done < 24) == 24
+    with pytest.raises(LockstepFailed, match="agent states were not published"):
+        bridges.lockstep.steps(12, 12, bridges.step_game, lambda: 0.0, delivered=lambda step, timeout: False)
+
+
+def test_an_agent_under_command_is_waited_for_then_stepped_with_a_warning():
+    bridges = FakeBridges(["a"])
+    bridges.held.update("a", 0.0, "ackermann")  # under command, holding a command for world time 0
+    assert bridges.lockstep.steps(12, 12, bridges.step_game, lambda: 0.0) == 12 and not bridges.warnings
+    # world time is now 0.1 s: the held command (stamped 0) is stale until a newer one comes
+    thread = later(0.05, bridges.held.update, "a", 0.1, "ackermann")
+    assert bridges.lockstep.steps(12, 12, bridges.step_game, lambda: 0.0) == 12 and not bridges.warnings
+    thread.join()
+    assert bridges.lockstep.steps(12, 12, bridges.step_game, lambda: 0.0) == 12  # nothing stamped 0.2 s
+    assert len(bridges.warnings) == 1 and "held for a within 0.2 s" in bridges.warnings[0]
+
+
+def test_a_reset_forgets_the_held_commands_and_waits_for_every_vehicle_barrier():
+    bridges = FakeBridges(["a", "b"])
+    bridges.held.update("a", 5.0, "ackermann")
+    forgotten = []
+
+    def reset_game():
+        for agent in ("a", "b"):
+            bridges.vehicle_barriers.arrived(agent, 0)
+        return 0
+
+    bridges.lockstep.reset("all", reset_game, lambda: forgotten.append(True))
+    assert forgotten == [True] and bridges.held.under_command()  # unknown again: a step waits for it
+    with pytest.raises(LockstepFailed, match=r"reset \(time\), but no vehicle/barrier .* from: a, b"):
+        bridges.lockstep.reset("time", lambda: 0, lambda: None)
