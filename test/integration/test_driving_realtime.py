@@ -43,6 +43,7 @@ def test_the_watchdog_stops_a_vehicle_whose_commands_stop_in_world_time(realtime
     session = realtime
     session.reset()
     session.spin(0.2)
+    held_mark = len(session.graph.messages("/polaris/vehicle/held_command"))  # since the reset (time 0)
     for k in range(40):  # 2 s at 20 Hz
         session.send_ackermann("polaris", 0.05, 3.0)
         if k == 0:
@@ -52,7 +53,8 @@ def test_the_watchdog_stops_a_vehicle_whose_commands_stop_in_world_time(realtime
     session.spin(3.0)
     # The watchdog counts from the last command's arrival in world time: the stamp the bridge gave
     # it, which the vehicle's held_command carries (not the wall time this test stopped at).
-    held = [m for m in session.graph.messages("/polaris/vehicle/held_command") if m.frame_id == "ackermann"]
+    held = session.graph.messages("/polaris/vehicle/held_command")
+    held = [m for m in held[held_mark:] if m.frame_id == "ackermann"]
     last_command = max(_sec(m.stamp) for m in held)
     states = session.graph.messages("/polaris/vehicle/ackermann_state")[mark:]
     t = np.array([_sec(m.header.stamp) for m in states]) - last_command

@@ -5,6 +5,8 @@ going on."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from support.fake_game import Client, FakeGame, FeedEvents
@@ -83,6 +85,13 @@ def test_changes_reach_the_feed_and_the_log_and_a_replay_applies_them_at_their_t
     assert all(s["throttle_gain"] == 1.0 for s in events.of("shifts")[-1]["shifts"])
 
 
+def _wait_streams_connected(control: ControlClient, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not all(a["connected"] for a in control.request({"op": "status"})["agents"]):
+        assert time.monotonic() < deadline, "the streams' clients were not accepted"
+        time.sleep(0.02)
+
+
 def _next_scan(client: Client) -> np.ndarray:
     while True:
         header, payload = client.read()
@@ -93,6 +102,7 @@ def _next_scan(client: Client) -> np.ndarray:
 def test_a_spawned_object_is_in_every_agents_next_scan_and_reset_spawned_removes_it(game):
     g, control, events = game()
     clients = {a: Client(g.stream_port(a)) for a in AGENTS}
+    _wait_streams_connected(control)  # frames are rendered only for a connected client
     control.step(1)
     for k, a in enumerate(AGENTS):  # held, facing east, 20 m apart
         control.set_state(a, (-20.0 + 20.0 * k, -28.0, 0.0), (0.0, 0.0, 0.0, 1.0))
@@ -128,7 +138,7 @@ def test_a_spawned_object_is_in_every_agents_next_scan_and_reset_spawned_removes
         assert refused.value.code == code, request
     control.reset("spawned")
     assert control.entities() == list(AGENTS)
-    assert events.of("objects")[-1]["objects"] == []
+    events.wait(lambda e: e.of("objects")[-1]["objects"] == [])  # the feed is asynchronous
     control.step(12)
     for a in AGENTS:
         assert np.array_equal(_next_scan(clients[a]), empty[a], equal_nan=True)  # gone, bit for bit

@@ -8,9 +8,19 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
+from typing import Any
 
 from acres_sim.fake_game.simulation.sinks import FrameSink
-from acres_sim.stream.protocol import FrameType
+from acres_sim.stream.protocol import FrameType, encode_camera, encode_lidar
+
+
+def frame_renderer(simulator: Any) -> Callable[[FrameType, float], bytes]:
+    """The payload of an agent's LiDAR sweep or camera image at world time t."""
+    def render(kind: FrameType, t: float) -> bytes:
+        if kind == FrameType.LIDAR:
+            return encode_lidar(simulator.lidar_points(t))
+        return encode_camera(simulator.camera_image(t))
+    return render
 
 
 class RenderPool:

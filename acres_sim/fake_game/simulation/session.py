@@ -1,16 +1,8 @@
 """The fake game's simulation loop over all agents, ROS-free.
 
-Time base. The world advances in physics steps of exactly 1/120 s. The world starts at step 0
-(time 0) and produces nothing there; step n is the step that brings the world to time n/120
-(computed as n / 120.0, never accumulated), so the first step is step 1 at 1/120 s. Every step
-queues, on each agent's stream, one Clock frame and then the INS epochs that fell due. A sensor
-at rate hz has its epoch k (k = 1, 2, ...) due at k / hz and produces it at the first step at or
-after that time: the smallest n with n * hz >= 120 * k, evaluated in exact rational arithmetic.
-All frames of a step are stamped with the world time of that step. So at 100 Hz the INS
-intervals are 1/120 s or 2/120 s; steps 1..12 hold 12 clocks, 10 INS epochs (due 0.01 .. 0.10),
-and one LiDAR scan and one camera image (due 0.1, produced at step 12, stamped 0.1 = the end of
-the sweep). LiDAR and camera frames are rendered on a worker pool and queued when their render is
-done, i.e. after the clock and INS frames of their step (and usually of some later steps).
+Time base: world_clock.py. Every step queues, on each agent's stream, one Clock frame and then the
+INS epochs that fell due; LiDAR and camera frames are rendered on a worker pool and queued when
+their render is done, after the clock and INS frames of their step (and usually of later steps).
 
 Lockstep. The world starts held; only the Hello goes out until a step request. step(N) runs N
 steps, waits until every render those steps started was queued, queues one Barrier on each
@@ -33,8 +25,9 @@ vehicle model is stepped before the step's frames); after the frames each step's
 bridge; in lockstep the bridges get their barrier after the streams'. Renders: render_pool.py.
 
 Vehicle time. Each agent's Clock payload is its own physics time: the world time plus a constant
-lead of VEHICLE_CLOCK_LEAD_S + 100 s x agent index, so the offset (world minus vehicle time) is
-non-zero and differs between agents, as in the game where every pawn has its own physics clock.
+lead (session_agent.py: VEHICLE_CLOCK_LEAD_S + 100 s x agent index), so the offset (world minus
+vehicle time) is non-zero and differs between agents, as in the game where every pawn has its own
+physics clock.
 """
 
 from __future__ import annotations
@@ -44,39 +37,33 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acres_sim.channels.control import NotPaused, SessionEnded, reset_scope, step_count
 from acres_sim.fake_game.simulation.driving import AgentDriving
-from acres_sim.fake_game.simulation.render_pool import AgentRenders, RenderPool
-from acres_sim.fake_game.simulation.session_agent import SessionAgent
+from acres_sim.fake_game.simulation.render_pool import RenderPool
+from acres_sim.fake_game.simulation.session_agent import SessionAgent, open_agent
 from acres_sim.fake_game.simulation.session_config import SessionConfig
 from acres_sim.fake_game.simulation.sinks import LogFn, OpenStream, OpenVehicle, stdout_log
 from acres_sim.fake_game.simulation.step_owner import ResetContext, StepContext, StepOwner
 from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
 from acres_sim.fake_game.simulation.world_clock import world_time
 from acres_sim.fake_game.world.motion import RouteMotion
-from acres_sim.stream.protocol import (
-    FrameType,
-    encode_barrier,
-    encode_camera,
-    encode_clock,
-    encode_ins,
-    encode_lidar,
-)
+from acres_sim.stream.protocol import FrameType, encode_barrier, encode_clock, encode_ins
 from acres_sim.stream.timing import PHYSICS_HZ
 
-VEHICLE_CLOCK_LEAD_S = 1234.5  # vehicle time minus world time of agent 0
-AGENT_SPACING_M = 40.0  # distance along the loop between the start places of the agents
+if TYPE_CHECKING:  # the world's numpy work is imported only when a session opens
+    from acres_sim.fake_game.world.scene import Scene
+
 _MAX_LAG_S = 1.0  # real-time pacing: further behind than this, give up catching up
 
 
 class Session:
     """All agents of one fake-game run: streams, the world loop, lockstep requests.
 
-    open() builds the agents and opens their streams, add_owner() adds the features that act at
-    the steps, run() starts the world (held in lockstep); step(), reset(), pause(), play() and
-    status() are what the control channel calls; stop() ends everything.
+    open() builds the agents (those whose stream opened) and opens their streams, add_owner() adds
+    the features that act at the steps, run() starts the world (held in lockstep); step(), reset(),
+    pause(), play() and status() are what the control channel calls; stop() ends everything.
     """
 
     def __init__(self, config: SessionConfig, open_stream: OpenStream, log: LogFn = stdout_log,
@@ -86,7 +73,7 @@ class Session:
         self._open_vehicle = open_vehicle
         self.log = log
         self.agents: list[SessionAgent] = []
-        self.scene: Any = None  # the launched world's scene, once open
+        self.scene: Scene | None = None  # the launched world's scene, once open
         self._owners: list[StepOwner] = []
         self._closers: list[Any] = []  # owners with a close(), called at stop
         self._step = 0
@@ -103,11 +90,6 @@ class Session:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """open() and run() with no owners (a stream-only session)."""
-        self.open()
-        self.run()
-
     def open(self) -> None:
         try:
             self._open()
@@ -117,31 +99,15 @@ class Session:
 
     def _open(self) -> None:
         # Imported here so that the transport and its tests load without the world's numpy work.
-        from acres_sim.fake_game.simulation.simulation import AgentSimulator
-        from acres_sim.fake_game.simulation.vehicles import vehicle_hello
         from acres_sim.fake_game.world.scene import default_scene
 
         cfg = self.config
         self.scene = scene = default_scene(terrain=None) if cfg.flat_ground else default_scene()
         for index, spec in enumerate(cfg.agents):
-            hello = vehicle_hello(spec.vehicle, agent=spec.agent, georeferenced=cfg.georeferenced,
-                                  flavor=cfg.flavor)
-            # The simulator exists before the port opens: a client is accepted only once the
-            # agent's sensors are set up (the protocol page's "the game accepts a client only when the
-            # sensor recorder knows its layout"). Agents differ by name inside the simulator's
-            # seeding, so every agent gets the user's seed; they start at different places.
-            simulator = AgentSimulator(hello, seed=cfg.seed, noise=cfg.noise,
-                                       start_offset_m=AGENT_SPACING_M * index, scene=scene)
-            simulator.prepare()  # the camera's ray table takes over a second: not at the first client
-            stream = self._open_stream(spec.agent, spec.port, hello, lambda: world_time(self._step))
-            if stream is None:
+            agent = open_agent(index, spec, cfg, scene, self._open_stream, lambda: world_time(self._step),
+                               self._render_failed(spec.agent))
+            if agent is None:
                 continue  # the session goes on without this stream
-            agent = SessionAgent(
-                index=index, spec=spec, hello=hello, simulator=simulator, stream=stream,
-                renders=AgentRenders(stream, self._renderer(simulator), cached=cfg.cached,
-                                     on_failure=self._render_failed(spec.agent)),
-                clock_lead_s=VEHICLE_CLOCK_LEAD_S + 100.0 * index,
-                camera_on=hello.camera.enabled and cfg.flavor != "core")
             if spec.vehicle_port is not None and self._open_vehicle is not None:
                 bridge = self._open_vehicle(spec.agent, spec.vehicle, spec.vehicle_port,
                                             VEHICLE_PARAMS[spec.vehicle], lambda a=agent: self._state_now(a))
@@ -166,20 +132,6 @@ class Session:
     def run(self) -> None:
         self._thread = threading.Thread(target=self._run, name="simulation", daemon=True)
         self._thread.start()
-
-    @property
-    def agent_names(self) -> list[str]:
-        """The agents whose streams listen (an agent whose port could not be opened is left out)."""
-        return [a.name for a in self.agents]
-
-    @property
-    def ports(self) -> dict[str, int]:
-        """The port each listening agent got (useful with port 0)."""
-        return {a.name: a.stream.port for a in self.agents}
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait until the run ended by itself (duration reached or a render failed)."""
-        return self._finished.wait(timeout)
 
     @property
     def finished(self) -> bool:
@@ -330,13 +282,7 @@ class Session:
             "lockstep": self.config.lockstep,
             "realtime_factor": self.config.realtime_factor,
             "flavor": self.config.flavor,
-            "agents": [
-                {"agent": a.name, "vehicle": a.spec.vehicle, "port": a.stream.port,
-                 "connected": a.stream.connected,
-                 "vehicle_port": a.driving.bridge.port if a.driving is not None else None,
-                 "driven": a.driving is not None and a.driving.driven}
-                for a in self.agents
-            ],
+            "agents": [a.status() for a in self.agents],
         }
 
     # -- the loop -----------------------------------------------------------------------------
@@ -428,14 +374,6 @@ class Session:
             return agent.vehicle_report(self._step, world_time(self._step))
 
     # -- renders ------------------------------------------------------------------------------
-
-    @staticmethod
-    def _renderer(simulator: Any) -> Any:
-        def render(kind: FrameType, t: float) -> bytes:
-            if kind == FrameType.LIDAR:
-                return encode_lidar(simulator.lidar_points(t))
-            return encode_camera(simulator.camera_image(t))
-        return render
 
     def _render_failed(self, agent: str) -> Any:
         def failed(kind: FrameType, exc: BaseException) -> None:

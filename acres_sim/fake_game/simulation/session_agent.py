@@ -3,18 +3,26 @@ simulator, stream, renders, sensor schedules, clock lead and, with a Vehicle Bri
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acres_sim.channels.vehicle import VehicleReport
 from acres_sim.fake_game.simulation.driving import AgentDriving
-from acres_sim.fake_game.simulation.render_pool import AgentRenders
-from acres_sim.fake_game.simulation.session_config import AgentSpec
-from acres_sim.fake_game.simulation.sinks import FrameSink
+from acres_sim.fake_game.simulation.render_pool import AgentRenders, frame_renderer
+from acres_sim.fake_game.simulation.session_config import AgentSpec, SessionConfig
+from acres_sim.fake_game.simulation.sinks import FrameSink, OpenStream
 from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS, VehicleParams
 from acres_sim.fake_game.simulation.world_clock import SensorSchedule
 from acres_sim.fake_game.world.motion import DrivenMotion
 from acres_sim.stream.hello import Hello
+
+if TYPE_CHECKING:  # the world's numpy work is imported only when a session opens
+    from acres_sim.fake_game.simulation.simulation import AgentSimulator
+    from acres_sim.fake_game.world.scene import Scene
+
+VEHICLE_CLOCK_LEAD_S = 1234.5  # vehicle time minus world time of agent 0
+AGENT_SPACING_M = 40.0  # distance along the loop between the start places of the agents
 
 
 @dataclass
@@ -22,7 +30,7 @@ class SessionAgent:
     index: int
     spec: AgentSpec
     hello: Hello
-    simulator: Any  # simulation.AgentSimulator (imported only when a session starts)
+    simulator: AgentSimulator
     stream: FrameSink
     renders: AgentRenders
     clock_lead_s: float  # its vehicle time minus world time
@@ -54,6 +62,39 @@ class SessionAgent:
             if schedule is not None:
                 schedule.due(step)
 
+    def status(self) -> dict[str, Any]:
+        """What the control channel's status says of the agent."""
+        driving = self.driving
+        return {"agent": self.name, "vehicle": self.spec.vehicle, "port": self.stream.port,
+                "connected": self.stream.connected,
+                "vehicle_port": driving.bridge.port if driving is not None else None,
+                "driven": driving is not None and driving.driven}
+
     def vehicle_report(self, step: int, t: float, reset: str | None = None) -> VehicleReport:
         assert self.driving is not None
         return self.driving.report(self.simulator, step, t, t + self.clock_lead_s, reset)
+
+
+def open_agent(index: int, spec: AgentSpec, cfg: SessionConfig, scene: Scene, open_stream: OpenStream,
+               world_time_now: Callable[[], float], on_render_failure: Any) -> SessionAgent | None:
+    """The agent's simulator, then its stream (None: its port could not be opened)."""
+    from acres_sim.fake_game.simulation.simulation import AgentSimulator
+    from acres_sim.fake_game.simulation.vehicles import vehicle_hello
+
+    hello = vehicle_hello(spec.vehicle, agent=spec.agent, georeferenced=cfg.georeferenced, flavor=cfg.flavor)
+    # The simulator exists before the port opens: a client is accepted only once the agent's
+    # sensors are set up (the protocol page's "the game accepts a client only when the sensor
+    # recorder knows its layout"). Agents differ by name inside the simulator's seeding, so every
+    # agent gets the user's seed; they start at different places.
+    simulator = AgentSimulator(hello, seed=cfg.seed, noise=cfg.noise, start_offset_m=AGENT_SPACING_M * index,
+                               scene=scene)
+    simulator.prepare()  # the camera's ray table takes over a second: not at the first client
+    stream = open_stream(spec.agent, spec.port, hello, world_time_now)
+    if stream is None:
+        return None
+    return SessionAgent(
+        index=index, spec=spec, hello=hello, simulator=simulator, stream=stream,
+        renders=AgentRenders(stream, frame_renderer(simulator), cached=cfg.cached,
+                             on_failure=on_render_failure),
+        clock_lead_s=VEHICLE_CLOCK_LEAD_S + 100.0 * index,
+        camera_on=hello.camera.enabled and cfg.flavor != "core")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from acres_sim.fake_game.simulation.session_agent import SessionAgent
+    from acres_sim.fake_game.world.scene import Scene
 
 
 @dataclass
@@ -65,7 +66,7 @@ class WorldLoop(Protocol):
     """What an owner may use of the session."""
 
     agents: list[SessionAgent]
-    scene: Any  # the scene the world launched with
+    scene: Scene | None  # the scene the world launched with (once open)
     log: Callable[[str], None]
 
     @property

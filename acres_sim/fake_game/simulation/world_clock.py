@@ -1,5 +1,17 @@
-"""The fake world's time base (ROS-free): physics steps of exactly 1/120 s, and the steps at which a
-sensor's epochs fall due (see the session's docstring for the rules)."""
+"""The fake world's time base (ROS-free).
+
+The world advances in physics steps of exactly 1/120 s. The world starts at step 0
+(time 0) and produces nothing there; step n is the step that brings the world to time n/120
+(computed as n / 120.0, never accumulated), so the first step is step 1 at 1/120 s. Every step
+queues, on each agent's stream, one Clock frame and then the INS epochs that fell due. A sensor
+at rate hz has its epoch k (k = 1, 2, ...) due at k / hz and produces it at the first step at or
+after that time: the smallest n with n * hz >= 120 * k, evaluated in exact rational arithmetic.
+All frames of a step are stamped with the world time of that step. So at 100 Hz the INS
+intervals are 1/120 s or 2/120 s; steps 1..12 hold 12 clocks, 10 INS epochs (due 0.01 .. 0.10),
+and one LiDAR scan and one camera image (due 0.1, produced at step 12, stamped 0.1 = the end of
+the sweep). LiDAR and camera frames are rendered on a worker pool and queued when their render is
+done, i.e. after the clock and INS frames of their step (and usually of some later steps).
+"""
 
 from __future__ import annotations
 

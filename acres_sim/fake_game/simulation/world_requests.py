@@ -38,6 +38,7 @@ class WorldRequests(StepOwner):
     def __init__(self, loop: WorldLoop, hub: EpisodeHub):
         self._loop = loop
         self._hub = hub
+        assert loop.scene is not None, "the session is open"
         self.changes = WorldChanges(loop.scene, [a.name for a in loop.agents])
         self._publish(0.0, WORLD)
 
@@ -102,8 +103,8 @@ class WorldRequests(StepOwner):
             return self.entity_state(name)
         agent = self._agent(name)
         position, quaternion = checked_pose(position, orientation, AGENT_HALF_EXTENT_M)
-        velocity = finite_vector("linear_velocity", linear_velocity, 3)
-        spin = finite_vector("angular_velocity", angular_velocity, 3)
+        velocity = _triple(finite_vector("linear_velocity", linear_velocity, 3))
+        spin = _triple(finite_vector("angular_velocity", angular_velocity, 3))
         with self._loop.between_steps():
             agent.simulator.place(HeldMotion(self._loop.time_s, position, quaternion_to_matrix(quaternion),
                                              velocity, spin))
