@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from support.fake_game import Client, FakeGame, FeedEvents
+from support.fake_game import Client, FakeGame, FeedEvents, wait_streams_connected
 
 from acres_sim.episode.log_file import EpisodeLogError, iter_log_messages, read_episode
 from acres_sim.game.control_client import ControlClient, ControlRefused
@@ -63,6 +63,7 @@ def _drive_and_record(tmp_path: Path, log: str, replay: str | None, steps: int, 
         reader.start()
     vehicle = None
     try:
+        wait_streams_connected(control)  # every frame of the run is rendered for its client
         if commands:
             described = threading.Event()  # the hello came: the client's connection is up
             vehicle = VehicleClient(game.vehicle_port("polaris"), on_info=lambda info: described.set(),
@@ -79,6 +80,13 @@ def _drive_and_record(tmp_path: Path, log: str, replay: str | None, steps: int, 
                 time.sleep(0.1)  # read by the bridge before the step (nothing else moves in lockstep)
             control.step(steps)
         status = control.episode_status()
+        # the last step's frames were queued before its barrier: read them all before the game stops
+        end = requests * steps / 120.0
+        deadline = time.monotonic() + 30.0
+        while not all(any(stamp >= end - 1e-9 for stamp, _ in frames[a].get(FrameType.BARRIER, []))
+                      for a in AGENTS):
+            assert time.monotonic() < deadline, "the last barrier did not come"
+            time.sleep(0.02)
     finally:
         if vehicle is not None:
             vehicle.stop()

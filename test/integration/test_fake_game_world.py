@@ -5,11 +5,9 @@ going on."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
-from support.fake_game import Client, FakeGame, FeedEvents
+from support.fake_game import Client, FakeGame, FeedEvents, wait_streams_connected
 
 from acres_sim.episode.log_file import CONDITIONS, OBJECTS, SHIFTS, read_episode
 from acres_sim.game.control_client import ControlClient, ControlRefused
@@ -85,13 +83,6 @@ def test_changes_reach_the_feed_and_the_log_and_a_replay_applies_them_at_their_t
     assert all(s["throttle_gain"] == 1.0 for s in events.of("shifts")[-1]["shifts"])
 
 
-def _wait_streams_connected(control: ControlClient, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not all(a["connected"] for a in control.request({"op": "status"})["agents"]):
-        assert time.monotonic() < deadline, "the streams' clients were not accepted"
-        time.sleep(0.02)
-
-
 def _next_scan(client: Client) -> np.ndarray:
     while True:
         header, payload = client.read()
@@ -102,7 +93,7 @@ def _next_scan(client: Client) -> np.ndarray:
 def test_a_spawned_object_is_in_every_agents_next_scan_and_reset_spawned_removes_it(game):
     g, control, events = game()
     clients = {a: Client(g.stream_port(a)) for a in AGENTS}
-    _wait_streams_connected(control)  # frames are rendered only for a connected client
+    wait_streams_connected(control)
     control.step(1)
     for k, a in enumerate(AGENTS):  # held, facing east, 20 m apart
         control.set_state(a, (-20.0 + 20.0 * k, -28.0, 0.0), (0.0, 0.0, 0.0, 1.0))

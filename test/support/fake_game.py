@@ -9,7 +9,9 @@ import signal
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 from acres_sim.stream.protocol import FrameHeader
 from acres_sim.stream.frame_reader import FrameReader
@@ -93,3 +95,11 @@ class FeedEvents:
     def wait(self, predicate, timeout_s: float = 30.0) -> None:
         with self.cond:
             assert self.cond.wait_for(lambda: predicate(self), timeout_s), self.items[-3:]
+
+
+def wait_streams_connected(control: Any, timeout_s: float = TIMEOUT_S) -> None:
+    """Until the game accepted every stream's client: it renders frames only for a connected one."""
+    deadline = time.monotonic() + timeout_s
+    while not all(a["connected"] for a in control.request({"op": "status"})["agents"]):
+        assert time.monotonic() < deadline, "the game did not accept the streams' clients"
+        time.sleep(0.02)
