@@ -52,7 +52,7 @@ bench-lio: build
 	  python -m benchmark.bench_lio --seconds $${LIO_SECONDS:-100}
 
 soak: build
-	@$(ENV) && source install/setup.bash && python -m benchmark.soak --seconds $${SOAK_SECONDS:-900}
+	@$(ENV) && source install/setup.bash && python -m benchmark.soak --seconds $${SOAK_SECONDS:-900} $(SOAK_ARGS)
 
 clean:
 	rm -rf build install log

@@ -5,7 +5,11 @@ Prints the resident memory (RSS) of every process at the start, every minute and
 what the subscriber received; the growth of each process over the second half says whether its
 memory is flat after the warm-up. Not a test: run it by hand or `make soak`.
 
-    python3 -m benchmark.soak [--seconds 900]
+    python3 -m benchmark.soak [--seconds 900] [--agent-env maxxum GLIBC_TUNABLES=...]
+
+--agent-env AGENT NAME=VALUE starts that agent's sim_bridge and vehicle_bridge with the variable
+set, so that a setting (an allocator's, say) is measured beside the other agent's processes
+without it, in the same run.
 """
 
 from __future__ import annotations
@@ -33,7 +37,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=900.0)
     parser.add_argument("--command-hz", type=float, default=10.0)
+    parser.add_argument("--agent-env", nargs=2, action="append", default=[],
+                        metavar=("AGENT", "NAME=VALUE"),
+                        help="an environment variable for that agent's bridges only")
     args = parser.parse_args()
+    extra: dict[str, dict[str, str]] = {agent: {} for agent in AGENTS}
+    for agent, setting in args.agent_env:
+        if agent not in extra or "=" not in setting:
+            parser.error(f"--agent-env takes one of {', '.join(AGENTS)} and NAME=VALUE, "
+                         f"got {agent} {setting}")
+        name, value = setting.split("=", 1)
+        extra[agent][name] = value
     from ackermann_msgs.msg import AckermannDriveStamped
     from nav_msgs.msg import Odometry
     from rclpy.qos import QoSProfile
@@ -50,9 +64,11 @@ def main() -> int:
     for index, (agent, port, vport) in enumerate(zip(AGENTS, ports, vehicle_ports)):
         processes[f"sim_bridge {agent}"] = start_bridge(
             port, domain, ["stats_period_s:=60.0", f"frame_prefix:={agent}/",
-                           f"publish_clock:={'true' if index == 0 else 'false'}"], namespace=f"/{agent}")
+                           f"publish_clock:={'true' if index == 0 else 'false'}"], namespace=f"/{agent}",
+            env_extra=extra[agent])
         processes[f"vehicle_bridge {agent}"] = start_vehicle_bridge(
-            vport, domain, [f"frame_id:={agent}/base_footprint"], namespace=f"/{agent}")
+            vport, domain, [f"frame_id:={agent}/base_footprint"], namespace=f"/{agent}",
+            env_extra=extra[agent])
     graph = Graph(domain)
     try:
         counts = {"lidar": 0, "camera": 0, "ins": 0}

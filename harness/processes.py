@@ -121,7 +121,8 @@ def start_bridge(port: int, domain: int, params: Mapping[str, object] | Iterable
 
 
 def start_vehicle_bridge(vehicle_port: int, domain: int, params: Iterable[str] = (),
-                         namespace: str | None = None) -> Proc:
+                         namespace: str | None = None,
+                         env_extra: Mapping[str, str | None] | None = None) -> Proc:
     """vehicle_bridge in a child process, reconnecting fast; params as ["name:=value", ...]."""
     args = [sys.executable, "-m", "acres_sim.nodes.vehicle_bridge", "--ros-args",
             "-p", f"vehicle_port:={vehicle_port}", "-p", "reconnect_min_s:=0.1", "-p", "reconnect_max_s:=0.5"]
@@ -129,7 +130,7 @@ def start_vehicle_bridge(vehicle_port: int, domain: int, params: Iterable[str] =
         args += ["-p", item]
     if namespace:
         args += ["-r", f"__ns:={namespace}"]
-    return Proc(args, ros_env(domain), f"vehicle_bridge {namespace or ''}")
+    return Proc(args, ros_env(domain, **(env_extra or {})), f"vehicle_bridge {namespace or ''}")
 
 
 def start_module(module: str, args: list[str], domain: int, profile: bool = False) -> Proc:
