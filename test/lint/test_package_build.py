@@ -12,14 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from support.required import required
 
 REPO = Path(__file__).resolve().parents[2]
 
-colcon_identification = pytest.importorskip(
-    "colcon_core.package_identification", reason="colcon-core is not installed (colcon test needs it)")
-colcon_augmentation = pytest.importorskip("colcon_core.package_augmentation")
-pytest.importorskip("colcon_ros", reason="colcon-ros is not installed (needed for ament_python packages)")
+colcon_identification = required("colcon_core.package_identification",
+                                 "colcon-core is not installed (colcon test needs it)")
+colcon_augmentation = required("colcon_core.package_augmentation", "colcon-core is not installed")
+required("colcon_ros", "colcon-ros is not installed (needed for ament_python packages)")
 
 from colcon_core.task.python import get_setup_data  # noqa: E402
 from colcon_core.task.python.test.pytest import PytestPythonTestingStep  # noqa: E402
