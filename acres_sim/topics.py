@@ -52,3 +52,4 @@ SIM_SHIFTS = "/sim/shifts"  # transient local: every agent's hardware shift
 SIM_CONDITIONS = "/sim/conditions"  # transient local
 SIM_FARM_EVENTS = "/sim/farm_events"  # every physics step
 SIM_FARM_STAMPS = "/sim/farm_stamps"  # every physics step
+SIM_CONTACTS = "/sim/contacts"  # the steps with a contact

@@ -47,8 +47,8 @@ RESET_SCOPES = ("time", "state", "all", "spawned")
 OPS = ("step", "pause", "play", "status", "reset", "entities", "spawnables", "spawn", "delete",
        "set_shift", "set_conditions", "get_state", "set_state", "record_start", "record_stop",
        "replay_start", "replay_stop", "episode_status", "watch")
-EVENTS = ("episode", "agents", "objects", "shifts", "conditions", "farm_events", "farm_stamps", "states",
-          "recording", "replay")
+EVENTS = ("episode", "agents", "objects", "shifts", "conditions", "farm_events", "farm_stamps", "contacts",
+          "states", "recording", "replay")
 
 # -- error codes ----------------------------------------------------------------------------------
 BAD_REQUEST = "bad_request"  # malformed or out-of-range request

@@ -23,7 +23,17 @@ TEXTS = {'acres_interfaces/msg/AgentInfo': '# One agent of the session (the vehi
                                    '# Rolling radius of the wheels, m.\n'
                                    'float64 wheel_radius_m\n'
                                    '# Mass of the vehicle, kg.\n'
-                                   'float64 mass_kg\n',
+                                   'float64 mass_kg\n'
+                                   '# The body as an upright box (what collides): its length along '
+                                   'x, its width and its height,\n'
+                                   '# standing on the ground, m; it reaches rear_overhang_m behind '
+                                   'base_footprint (the rear axle) and\n'
+                                   '# length_m - rear_overhang_m ahead of it, centred left to '
+                                   'right.\n'
+                                   'float64 length_m\n'
+                                   'float64 width_m\n'
+                                   'float64 height_m\n'
+                                   'float64 rear_overhang_m\n',
  'acres_interfaces/msg/AgentState': '# One agent after one physics step.\n'
                                     '\n'
                                     '# Surface classes under a wheel (surface_class).\n'
@@ -97,6 +107,34 @@ TEXTS = {'acres_interfaces/msg/AgentInfo': '# One agent of the session (the vehi
                                     'float32 dust\n'
                                     '# Fog density, 0 clear .. 1 opaque.\n'
                                     'float32 fog\n',
+ 'acres_interfaces/msg/Contact': "# A vehicle's body met another body in one physics step: the "
+                                 'part of its motion that went into the\n'
+                                 '# other body was stopped (the vehicle stands where they touch; '
+                                 'it can back or turn away).\n'
+                                 '\n'
+                                 '# The agent whose motion was stopped.\n'
+                                 'string agent\n'
+                                 '# The entity it met: a spawned object or another agent.\n'
+                                 'string other\n'
+                                 '# Where they touch, world frame (grid ENU), m: the point of the '
+                                 "other body nearest the agent's body\n"
+                                 '# (z: half the height the two bodies share).\n'
+                                 'geometry_msgs/Point position\n'
+                                 "# The agent's velocity relative to the other's when it met it "
+                                 '(the motion that was stopped), m/s.\n'
+                                 'float64 relative_speed_mps\n'
+                                 '# The direction from the agent into the other body at that '
+                                 'point, world frame, unit length.\n'
+                                 'geometry_msgs/Vector3 normal\n',
+ 'acres_interfaces/msg/Contacts': '# The contacts of one physics step (topic /sim/contacts; only '
+                                  'steps with at least one contact).\n'
+                                  '\n'
+                                  '# stamp: world time of the step; frame_id: "map" (the frame of '
+                                  'the positions).\n'
+                                  'std_msgs/Header header\n'
+                                  '# The world step (steps since world time 0).\n'
+                                  'uint64 step\n'
+                                  'Contact[] contacts\n',
  'acres_interfaces/msg/EnergyLedger': '# Cumulative energies of one agent since its last reset, J '
                                       '(never negative; they only grow).\n'
                                       '\n'
@@ -354,11 +392,13 @@ DISTRO_TEXTS = {'jazzy': {'builtin_interfaces/msg/Time': '# This message communi
                                            '1e9).\n'
                                            'uint32 nanosec\n'}}
 
-HASHES = {'acres_interfaces/msg/AgentInfo': 'RIHS01_13b9231a758c3d0e1e8a506298262b96b178fc73ea0a41fbba19f26e57db7604',
+HASHES = {'acres_interfaces/msg/AgentInfo': 'RIHS01_58c4b0319260a21d47d97731cc209de5fdf10f2bb8568f4c3af0ecb70a120e4a',
  'acres_interfaces/msg/AgentState': 'RIHS01_3f16d5212b91bde2aba3d8b713ad767e313909ce910aa02ffc1a68ec0ad5f9fa',
  'acres_interfaces/msg/AgentStates': 'RIHS01_e98c9b7c6f93e7998a5a4a71976a9d8d94d94faf96a3915ab2f47a7aabefd109',
- 'acres_interfaces/msg/Agents': 'RIHS01_0b0fea5a560079069e4d0545445480b4559b2ece1591da96de910d3dd659c0d2',
+ 'acres_interfaces/msg/Agents': 'RIHS01_17a6b5f309954db9cc61a641ceb48b4afd9ef49a6f0020ff7041d08f005112b5',
  'acres_interfaces/msg/Conditions': 'RIHS01_775d896dca4423afd3bc22c4ff75a42173adabefce10c39c3738b1776004b5cb',
+ 'acres_interfaces/msg/Contact': 'RIHS01_adbab7495ed7af1692dcff462fc96f0540838fb0307f37eaa7b9a1c4af2a0d02',
+ 'acres_interfaces/msg/Contacts': 'RIHS01_39f6d75e357bf895f66f77abd35e3f1f815ce42ce91b7f7909980977f711bc1d',
  'acres_interfaces/msg/EnergyLedger': 'RIHS01_b2b7185e67f6f0b26646d0d3acd0c9d37326824abe3f84e941d27cd6058f2307',
  'acres_interfaces/msg/Episode': 'RIHS01_e761aa62233a6b10340ae21325e30b5108add3665eb5dc0f82f71f6b8ad90686',
  'acres_interfaces/msg/FarmEvent': 'RIHS01_301139a866818ed5aad187cea17fcf2fea8516ec5321064ae7c33595a6c6e068',

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from acres_sim import topics
 from acres_sim.episode import definitions
 from acres_sim.episode.cdr import Codec, CdrError
-from acres_sim.episode.msgdef import full_text
+from acres_sim.episode.msgdef import DefinitionError, full_text, split_full_text
 
 SCHEMA_VERSION = "1"
 METADATA_NAME = "acres_episode"
@@ -51,7 +51,9 @@ SHIFTS = Topic(topics.SIM_SHIFTS, "acres_interfaces/msg/VehicleShifts", True, 1,
 CONDITIONS = Topic(topics.SIM_CONDITIONS, "acres_interfaces/msg/Conditions", True, 1, "conditions")
 FARM_EVENTS = Topic(topics.SIM_FARM_EVENTS, "acres_interfaces/msg/FarmEvents", False, 120, "farm_events")
 FARM_STAMPS = Topic(topics.SIM_FARM_STAMPS, "acres_interfaces/msg/FarmStamps", False, 120, "farm_stamps")
-TOPICS = (EPISODE, AGENTS, AGENT_STATES, CLOCK, OBJECTS, SHIFTS, CONDITIONS, FARM_EVENTS, FARM_STAMPS)
+CONTACTS = Topic(topics.SIM_CONTACTS, "acres_interfaces/msg/Contacts", False, 120, "contacts")
+TOPICS = (EPISODE, AGENTS, AGENT_STATES, CLOCK, OBJECTS, SHIFTS, CONDITIONS, FARM_EVENTS, FARM_STAMPS,
+          CONTACTS)
 WORLD = (OBJECTS, SHIFTS, CONDITIONS)  # how the world was varied: a replay applies them in time
 
 
@@ -204,6 +206,7 @@ class EpisodeLog:
     agents: dict[str, Any] | None
     steps: list[LoggedStep] = field(default_factory=list)
     world: list[tuple[int, Topic, dict[str, Any]]] = field(default_factory=list)  # (ns, WORLD topic, message)
+    contacts: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (ns, Contacts)
     message_counts: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -222,6 +225,12 @@ class EpisodeLog:
 def iter_log_messages(path: str | os.PathLike[str]) -> Iterator[tuple[str, str, int, bytes]]:
     """(topic, schema name, log time ns, data) of every message in file order, chunk and data-section
     CRCs validated; stops with EpisodeLogError where the file ends early or is damaged."""
+    for topic, schema, time_ns, data in _iter_messages(path):
+        yield topic, schema.name if schema else "", time_ns, data
+
+
+def _iter_messages(path: str | os.PathLike[str]) -> Iterator[tuple[str, Any, int, bytes]]:
+    """(topic, its Schema record or None, log time ns, data), as iter_log_messages."""
     from mcap.exceptions import McapError
     from mcap.records import Channel, Message, Schema
     from mcap.stream_reader import CRCValidationError, StreamReader
@@ -239,7 +248,7 @@ def iter_log_messages(path: str | os.PathLike[str]) -> Iterator[tuple[str, str, 
                 if channel is None:
                     raise EpisodeLogError(f"{path}: a message on unknown channel {record.channel_id}")
                 schema = schemas.get(channel.schema_id)
-                yield channel.topic, schema.name if schema else "", record.log_time, record.data
+                yield channel.topic, schema, record.log_time, record.data
     except CRCValidationError as exc:
         raise EpisodeLogError(f"{path}: CRC mismatch ({exc})") from None
     except (McapError, EOFError, ValueError, OSError) as exc:
@@ -272,16 +281,21 @@ def read_episode(path: str | os.PathLike[str]) -> EpisodeLog:
                               f"{SCHEMA_VERSION!r}")
     log = EpisodeLog(path=path, metadata=metadata, episode=None, agents=None)
     by_topic = {t.name: t for t in TOPICS}
-    for topic_name, schema, time_ns, data in iter_log_messages(path):
+    codecs: dict[int, Codec] = {}  # by schema id: each message is read as the file defines it
+    for topic_name, schema, time_ns, data in _iter_messages(path):
         log.message_counts[topic_name] = log.message_counts.get(topic_name, 0) + 1
         topic = by_topic.get(topic_name)
         if topic is None:
             continue  # a topic this version does not know: readers skip it
-        if schema != topic.type:
-            raise EpisodeLogError(f"{path}: {topic_name} has schema {schema}, expected {topic.type}")
+        if schema is None or schema.name != topic.type:
+            raise EpisodeLogError(f"{path}: {topic_name} has schema {schema.name if schema else None}, "
+                                  f"expected {topic.type}")
         try:
-            message = CODEC.decode(topic.type, data)
-        except CdrError as exc:
+            codec = codecs.get(schema.id)
+            if codec is None:
+                codec = codecs[schema.id] = _file_codec(schema.name, schema.data)
+            message = codec.decode(topic.type, data)
+        except (CdrError, DefinitionError, UnicodeDecodeError) as exc:
             raise EpisodeLogError(f"{path}: {exc}") from None
         if topic is EPISODE:
             log.episode = message
@@ -292,9 +306,16 @@ def read_episode(path: str | os.PathLike[str]) -> EpisodeLog:
                                         {a["name"]: a for a in message["agents"]}))
         elif topic in WORLD:
             log.world.append((time_ns, topic, message))
+        elif topic is CONTACTS:
+            log.contacts.append((time_ns, message))
     if not log.steps:
         raise EpisodeLogError(f"{path}: no agent states in the log")
     return log
+
+
+def _file_codec(root: str, schema: bytes) -> Codec:
+    """A codec of the definition a log carries (a log of an earlier version has the fields it had)."""
+    return Codec(split_full_text(root, schema.decode("utf-8")))
 
 
 def _metadata(path: Path) -> dict[str, str]:

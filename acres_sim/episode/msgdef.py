@@ -98,3 +98,15 @@ def full_text(root: str, texts: Mapping[str, str]) -> str:
         return result
 
     return append(root)
+
+
+def split_full_text(root: str, text: str) -> dict[str, str]:
+    """The .msg texts ('pkg/msg/Type' -> text) of a complete ros2msg definition (full_text's form)."""
+    parts = text.split("\n" + SEPARATOR)
+    texts = {type_key(root): parts[0]}
+    for part in parts[1:]:
+        head, _, body = part.partition("\n")
+        if not head.startswith("MSG: "):
+            raise DefinitionError(f"{root}: a dependency's definition does not start with 'MSG: pkg/Type'")
+        texts[type_key(head[len("MSG: "):].strip())] = body
+    return texts

@@ -12,12 +12,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from acres_sim.channels.control import EVENTS
 from acres_sim.net.lines import TOO_LONG, read_lines
 from acres_sim.net.reconnect import ReconnectLoop
 
 MAX_EVENT_BYTES = 4 << 20  # an AgentStates line of many agents stays far below
-EVENTS = ("episode", "agents", "objects", "shifts", "conditions", "farm_events", "farm_stamps", "states",
-          "recording", "replay")
 
 OnEvent = Callable[[str, dict[str, Any]], None]
 

@@ -9,104 +9,14 @@ from __future__ import annotations
 import json
 import math
 import socket
-import struct
-import threading
 import time
 
 import pytest
-from support.fake_game import Client, FakeGame
+from support.vehicle_channel import step
 
-from acres_sim.game.control_client import ControlClient
-from acres_sim.channels.vehicle import VehicleCommand, VehicleInfo, VehicleReport
-from acres_sim.game.vehicle_client import VehicleClient
-from acres_sim.stream.protocol import FrameType
+from acres_sim.channels.vehicle import VehicleCommand, VehicleReport
 
 DT = 1.0 / 120.0
-
-
-class Recorder:
-    """Everything a VehicleClient hands on, in arrival order."""
-
-    def __init__(self) -> None:
-        self.info: list[VehicleInfo] = []
-        self.items: list[VehicleReport | tuple[int, float]] = []
-        self.cond = threading.Condition()
-
-    def on_info(self, info: VehicleInfo) -> None:
-        with self.cond:
-            self.info.append(info)
-            self.cond.notify_all()
-
-    def on_report(self, report: VehicleReport) -> None:
-        with self.cond:
-            self.items.append(report)
-            self.cond.notify_all()
-
-    def on_barrier(self, step: int, time_s: float) -> None:
-        with self.cond:
-            self.items.append((step, time_s))
-            self.cond.notify_all()
-
-    def wait(self, predicate, timeout_s: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        with self.cond:
-            while not predicate(self):
-                left = deadline - time.monotonic()
-                assert left > 0, f"timed out; last items {self.items[-3:]}"
-                self.cond.wait(left)
-
-    def reports(self) -> list[VehicleReport]:
-        with self.cond:
-            return [r for r in self.items if isinstance(r, VehicleReport)]
-
-    def barriers(self) -> list[tuple[int, float]]:
-        with self.cond:
-            return [b for b in self.items if isinstance(b, tuple)]
-
-
-@pytest.fixture
-def driven_game():
-    started: list[tuple[FakeGame, ControlClient, VehicleClient, Client]] = []
-
-    def start(lockstep: bool = True) -> tuple[FakeGame, ControlClient, VehicleClient, Recorder]:
-        args = ["--port", "0", "--vehicle-ports", "0", "--cached", "--control-port", "0", "--no-noise"]
-        game = FakeGame(*(args + (["--lockstep"] if lockstep else [])))
-        control = ControlClient(game.control_port(), timeout_s=30.0)
-        recorder = Recorder()
-        client = VehicleClient(game.vehicle_port("polaris"), on_info=recorder.on_info,
-                               on_report=recorder.on_report, on_barrier=recorder.on_barrier,
-                               reconnect_min_s=0.05, reconnect_max_s=0.2)
-        stream = Client(game.stream_port("polaris"))
-        threading.Thread(target=_tell_clock_offsets, args=(stream, client), daemon=True).start()
-        client.start()
-        started.append((game, control, client, stream))
-        recorder.wait(lambda r: r.info)
-        game.wait_line(r"^ACRES_VEHICLE_BRIDGE_CONNECTED agent=polaris")
-        return game, control, client, recorder
-
-    yield start
-    for game, control, client, stream in started:
-        client.stop()
-        control.close()
-        game.stop()
-        stream.close()
-
-
-def _tell_clock_offsets(stream: Client, client: VehicleClient) -> None:
-    """What the agent's sim_bridge does for its vehicle_bridge: the Clock frames' offset (header stamp
-    minus payload: world minus vehicle time) to the client, which reports in world time with it."""
-    while True:
-        try:
-            header, payload = stream.read()
-        except (OSError, ConnectionError, ValueError):
-            return
-        if header.frame_type == FrameType.CLOCK:
-            client.set_clock_offset(header.stamp - struct.unpack("<d", payload)[0])
-
-
-def _step(control: ControlClient, recorder: Recorder, steps: int) -> None:
-    done = control.step(steps)
-    recorder.wait(lambda r: any(b[0] == done.step for b in r.barriers()))
 
 
 def test_parameters_once_then_a_report_per_step_and_a_barrier_after_each_request(driven_game):
@@ -115,7 +25,7 @@ def test_parameters_once_then_a_report_per_step_and_a_barrier_after_each_request
     assert (info.agent, info.vehicle, info.physics_hz) == ("polaris", "polaris", 120)
     assert info.wheelbase_m == 2.08 and info.steering_ratio == 15.0 and 0.5 < info.max_steer_rad < 0.7
     for steps in (12, 1, 30):
-        _step(control, recorder, steps)
+        step(control, recorder, steps)
     items = recorder.items
     steps_seen = [r.step if isinstance(r, VehicleReport) else ("barrier", r[0]) for r in items]
     # the state at connection (step 0: the world is held), then a report per step
@@ -128,14 +38,14 @@ def test_parameters_once_then_a_report_per_step_and_a_barrier_after_each_request
 
 def test_the_first_command_takes_the_vehicle_off_its_route_from_the_next_step(driven_game):
     _game, control, client, recorder = driven_game()
-    _step(control, recorder, 120)  # 1 s on the route
+    step(control, recorder, 120)  # 1 s on the route
     on_route = recorder.reports()[-1]
     assert on_route.speed_mps > 0.0 and not on_route.driven
     steer = 0.25
     assert client.send(VehicleCommand(stamp_s=1.0, steer_request_rad=steer, throttle=0.6, brake=0.0,
                                       gear="drive"))
     time.sleep(0.2)  # the bridge reads it before the next request (in lockstep nothing else moves)
-    _step(control, recorder, 12 * 40)  # 4 s
+    step(control, recorder, 12 * 40)  # 4 s
     reports = [r for r in recorder.reports() if r.step > 120]
     assert reports[0].driven and reports[0].command_stamp_s == 1.0
     assert reports[0].steer_request_rad == steer and reports[0].throttle == 0.6
@@ -157,7 +67,7 @@ def test_reset_state_puts_it_back_on_its_route_and_reset_all_repeats_the_same_dr
             client.send(VehicleCommand(stamp_s=i * 0.5, steer_request_rad=0.3 * (-1) ** i, throttle=0.7,
                                        brake=0.0, gear="drive"))
             time.sleep(0.15)
-            _step(control, recorder, 60)
+            step(control, recorder, 60)
         state = control.get_state("polaris")
         return (*state.position, *state.orientation)
 
@@ -166,7 +76,7 @@ def test_reset_state_puts_it_back_on_its_route_and_reset_all_repeats_the_same_dr
     second = drive()
     assert first == second  # bit for bit
     control.reset("state")
-    _step(control, recorder, 12)
+    step(control, recorder, 12)
     assert not recorder.reports()[-1].driven  # back on its route until the next command
 
 

@@ -9,6 +9,7 @@ route until the next command; a placement by the control channel takes over from
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING
 
@@ -78,6 +79,14 @@ class AgentDriving:
         rate = state.speed_mps * math.tan(state.steer_rad) / model.params.wheelbase_m
         track.add(DriveKnot(t, state.x, state.y, state.yaw, state.speed_mps, rate))
         self.command_stamp_s = held.stamp_s if held is not None else None
+
+    def stopped_at(self, t: float, x: float, y: float, yaw: float) -> None:
+        """A collision stopped the step to world time t short: the vehicle stands at (x, y, yaw),
+        at rest, its steering and gear as they are."""
+        model, track = self.model, self.track
+        assert model is not None and track is not None
+        model.state = dataclasses.replace(model.state, x=x, y=y, yaw=yaw, speed_mps=0.0, yaw_rate=0.0)
+        track.replace_latest(DriveKnot(t, x, y, yaw, 0.0, 0.0))
 
     def stop(self) -> None:
         """Back on the route (a STATE or ALL reset) until the next command."""

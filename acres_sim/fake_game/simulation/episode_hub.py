@@ -2,9 +2,10 @@
 and the fan-out to the control channel's watch connections, with one tap for the recorder.
 
 The transient-local messages (the episode, the agents, the objects, the shifts, the conditions) are
-kept as they are now and handed to every new listener first; every step's farm events, farm stamps
-and agent states follow (the states last: a listener that has them has the step's farm messages
-too). The recorder (episode_recorder.py) is the tap: it sees every message before the listeners do.
+kept as they are now and handed to every new listener first; every step's contacts (the steps that
+have any), farm events, farm stamps and agent states follow (the states last: a listener that has
+them has the step's other messages too). The recorder (episode_recorder.py) is the tap: it sees
+every message before the listeners do.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class EpisodeTap(Protocol):
 
     def step(self, farm_events: dict[str, Any], farm_stamps: dict[str, Any],
              states: dict[str, Any]) -> None: ...
+
+    def message(self, topic: Topic, message: dict[str, Any]) -> None: ...
 
 
 def header(t: float) -> dict[str, Any]:
@@ -67,6 +70,12 @@ class EpisodeHub:
         """A status a new listener gets too; body (default: the status) is what goes out now."""
         self.statuses[event] = status
         self.publish(event, status if body is None else body)
+
+    def message(self, topic: Topic, message: dict[str, Any]) -> None:
+        """A message of the step being made that is not kept for new listeners (contacts)."""
+        if self.tap is not None:
+            self.tap.message(topic, message)
+        self.publish(topic.event, message)
 
     def step(self, step: int, t: float, states: list[dict[str, Any]], farm_events: dict[str, Any],
              farm_stamps: dict[str, Any]) -> None:

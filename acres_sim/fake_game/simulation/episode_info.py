@@ -21,7 +21,9 @@ def agent_info(agent: SessionAgent) -> dict[str, Any]:
     return {"name": agent.name, "vehicle": agent.spec.vehicle,
             "body_origin_flu_m": {"x": float(origin[0]), "y": float(origin[1]), "z": float(origin[2])},
             "wheelbase_m": params.wheelbase_m, "track_m": params.track_m,
-            "wheel_radius_m": params.wheel_radius_m, "mass_kg": params.mass_kg}
+            "wheel_radius_m": params.wheel_radius_m, "mass_kg": params.mass_kg,
+            "length_m": params.length_m, "width_m": params.width_m, "height_m": params.height_m,
+            "rear_overhang_m": params.rear_overhang_m}
 
 
 class EpisodeInfo(StepOwner):

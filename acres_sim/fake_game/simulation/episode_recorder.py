@@ -2,7 +2,8 @@
 
 A recording logs, from the step it starts at: /sim/episode, the other transient-local messages as
 they are, the states of the step the world is at (the first knot of a replay), then at every step
-/clock, /sim/farm_events, /sim/farm_stamps and /sim/agent_states, and every change. The log time
+/clock, /sim/contacts (where there are any), /sim/farm_events, /sim/farm_stamps and
+/sim/agent_states, and every change. The log time
 never goes back, so a reset that takes the world clock back (TIME or ALL) finishes the file first.
 A disk that fails ends the recording with what was written kept; the status says so.
 """
@@ -124,6 +125,10 @@ class EpisodeRecorder(StepOwner):
     # -- the hub's tap and the reset ------------------------------------------------------------
 
     def latched(self, topic: Topic, message: dict[str, Any]) -> None:
+        if self._writer is not None:
+            self._write(((topic, message),), stamp_ns(message["header"]["stamp"]))
+
+    def message(self, topic: Topic, message: dict[str, Any]) -> None:
         if self._writer is not None:
             self._write(((topic, message),), stamp_ns(message["header"]["stamp"]))
 

@@ -2,14 +2,16 @@
 that act at its steps, put together in their order, with what the control channel asks of them.
 
 Owners, in the order the session calls them: the episode's id and agents (EpisodeInfo), the replay
-player, the world's changes and entity requests (WorldRequests), the agent states (the hub's
-per-step messages), the recorder (the hub's tap). A new feature is a new owner added here.
+player, the world's changes and entity requests (WorldRequests), the collisions (which also check
+placements), the agent states (the hub's per-step messages), the recorder (the hub's tap). A new
+feature is a new owner added here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from acres_sim.fake_game.simulation.collisions import Collisions
 from acres_sim.fake_game.simulation.episode_hub import EpisodeHub, EpisodeListener
 from acres_sim.fake_game.simulation.episode_info import EpisodeInfo
 from acres_sim.fake_game.simulation.episode_recorder import EpisodeRecorder
@@ -37,10 +39,13 @@ class FakeWorld:
         try:
             self.episode = EpisodeInfo(hub, session.agents, SOURCE, WORLD_NAME, cfg.seed)
             self.world = WorldRequests(session, hub)
+            self.collisions = Collisions(session, hub, self.world.changes)
+            self.world.check_agent = self.collisions.check_agent
+            self.world.changes.check_object = self.collisions.check_object
             self.states = AgentStatePublisher(hub, session.agents)
             self.replay = ReplayPlayer(session, hub, self.world, self.states)
             self.recorder = EpisodeRecorder(session, hub, SOURCE, WORLD_NAME, cfg.seed)
-            for owner in (self.episode, self.replay, self.world, self.states, self.recorder):
+            for owner in (self.episode, self.replay, self.world, self.collisions, self.states, self.recorder):
                 session.add_owner(owner)
             if cfg.episode_replay:  # a bad file stops the start with its error
                 self.replay.begin(self.replay.load(cfg.episode_replay))

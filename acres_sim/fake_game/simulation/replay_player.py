@@ -2,8 +2,9 @@
 start there (sensor epochs and the INS error process from time 0, as a reset ALL) and the logged
 agents follow their states step by step (their knots added to the tracks the sensors follow, so
 every frame is drawn from the logged motion); the logged objects, shifts and conditions are applied
-as they fall due. Past the log's end the agents hold its last state; a stop, or any reset but
-SPAWNED, ends the replay with the agents where it left them, simulated from there."""
+and the logged contacts repeated as they fall due. Past the log's end the agents hold its last
+state; a stop, or any reset but SPAWNED, ends the replay with the agents where it left them,
+simulated from there."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acres_sim.channels.control import BadRequest, file_name
-from acres_sim.episode.log_file import EpisodeLog, read_episode
+from acres_sim.episode.log_file import CONTACTS, EpisodeLog, read_episode
 from acres_sim.fake_game.simulation.agent_states import knot_of
 from acres_sim.fake_game.simulation.episode_hub import EpisodeHub
 from acres_sim.fake_game.simulation.session_agent import SessionAgent
@@ -34,6 +35,7 @@ class Replay:
     last_step: int
     ended: bool = False
     world_next: int = 0  # the next of the log's world changes to apply
+    contacts_next: int = 0  # the next of the log's contacts to repeat
 
     @staticmethod
     def of(log: EpisodeLog) -> Replay:
@@ -114,6 +116,7 @@ class ReplayPlayer(StepOwner):
         if replay is None:
             return
         self._apply_world_due(replay, step.t)
+        self._repeat_contacts_due(replay, step.t)
         logged = replay.by_step.get(step.step)
         if logged is None:
             if not replay.ended:
@@ -149,6 +152,14 @@ class ReplayPlayer(StepOwner):
         self.replay = None
         self._loop.log(f"ACRES_FAKE_GAME_REPLAY_STOPPED path={replay.log.path} reason={reason}")
         self._hub.publish(REPLAY, self.status())
+
+    def _repeat_contacts_due(self, replay: Replay, t: float) -> None:
+        """The logged contacts of the steps up to world time t, as they were published."""
+        due = round(t * 1e9)
+        contacts = replay.log.contacts
+        while replay.contacts_next < len(contacts) and contacts[replay.contacts_next][0] <= due:
+            self._hub.message(CONTACTS, contacts[replay.contacts_next][1])
+            replay.contacts_next += 1
 
     def _apply_world_due(self, replay: Replay, t: float) -> None:
         """The logged objects, shifts and conditions due by world time t."""

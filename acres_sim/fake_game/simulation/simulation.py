@@ -133,11 +133,19 @@ class AgentSimulator:
         motion = self._motion if motion is None else motion
         if isinstance(motion, HeldMotion):
             return motion.pose(t)
+        return self.on_ground(*self.planar(t, motion))
+
+    def planar(self, t: float, motion: Motion | None = None) -> tuple[float, float, float]:
+        """x, y and heading of base_footprint at world time t."""
+        motion = self._motion if motion is None else motion
         if isinstance(motion, DrivenMotion):
-            return self.on_ground(*motion.planar(t))
+            return motion.planar(t)
+        if isinstance(motion, HeldMotion):
+            position, rotation = motion.pose(t)
+            return float(position[0]), float(position[1]), math.atan2(rotation[1, 0], rotation[0, 0])
         distance, _speed, _accel = self.drive.state(t - motion.start_s)
         s = self.route.sample(self.start_offset_m + distance)
-        return self.on_ground(s.x, s.y, s.yaw)
+        return s.x, s.y, s.yaw
 
     def on_ground(self, x: float, y: float, yaw: float) -> tuple[np.ndarray, np.ndarray]:
         """base_footprint at (x, y) heading yaw, standing on the ground: position and rotation."""
@@ -183,7 +191,7 @@ class AgentSimulator:
         exact pose (errors of order dt^2: micrometres per second); at a stand they are exactly 0.
         The last result is kept: a step's INS epoch and its agent state ask for the same one."""
         motion = self._motion  # one motion for all three samples
-        version = motion.latest_s if isinstance(motion, DrivenMotion) else None
+        version = motion.revision if isinstance(motion, DrivenMotion) else None
         cached = self._kinematics
         if cached is not None and cached[0] is motion and cached[1] == (t, dt, version):
             return cached[2]

@@ -38,6 +38,12 @@ class VehicleParams:
     rolling_resistance: float  # coefficient: force = c m g against the motion
     final_drive_ratio: float  # engine revolutions per wheel revolution
     idle_rpm: float
+    # The body as an upright box (what collides, world/bodies.py): length, width, height, and how far
+    # it reaches behind base_footprint (the rear axle).
+    length_m: float
+    width_m: float
+    height_m: float
+    rear_overhang_m: float
 
     @property
     def drag_n_s2_m2(self) -> float:
@@ -49,18 +55,21 @@ class VehicleParams:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
-# The Polaris Ranger of the drive-by-wire kit, and the Case IH Maxxum tractor.
+# The Polaris Ranger of the drive-by-wire kit, and the Case IH Maxxum tractor (bodies: the makers'
+# overall length, width and height; the Maxxum's length with its front weights).
 VEHICLE_PARAMS = {
     "polaris": VehicleParams(
         wheelbase_m=2.08, track_m=1.27, wheel_radius_m=0.33, max_steer_rad=math.radians(34.0),
         steering_ratio=15.0, steer_rate_rad_s=math.radians(40.0), steer_time_constant_s=0.08,
         max_speed_mps=11.0, max_reverse_mps=4.0, mass_kg=900.0, drive_force_n=2700.0,
-        brake_force_n=7200.0, rolling_resistance=0.03, final_drive_ratio=12.0, idle_rpm=900.0),
+        brake_force_n=7200.0, rolling_resistance=0.03, final_drive_ratio=12.0, idle_rpm=900.0,
+        length_m=3.05, width_m=1.59, height_m=1.98, rear_overhang_m=0.45),
     "maxxum": VehicleParams(
         wheelbase_m=2.69, track_m=1.90, wheel_radius_m=0.80, max_steer_rad=math.radians(50.0),
         steering_ratio=20.0, steer_rate_rad_s=math.radians(30.0), steer_time_constant_s=0.15,
         max_speed_mps=11.1, max_reverse_mps=5.0, mass_kg=6500.0, drive_force_n=20000.0,
-        brake_force_n=39000.0, rolling_resistance=0.04, final_drive_ratio=40.0, idle_rpm=850.0),
+        brake_force_n=39000.0, rolling_resistance=0.04, final_drive_ratio=40.0, idle_rpm=850.0,
+        length_m=4.77, width_m=2.47, height_m=2.95, rear_overhang_m=0.90),
 }
 
 

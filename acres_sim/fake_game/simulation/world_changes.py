@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from acres_sim.episode.log_file import OBJECTS, SHIFTS, Topic
@@ -47,6 +47,8 @@ class WorldChanges:
         self.conditions: Conditions = CLEAR_DAY
         self.shifts: dict[str, VehicleShift] = dict.fromkeys(self.agents, CALIBRATED)
         self.scene = base
+        # Raises InvalidPose for an object that may not stand there (collisions.py: on a vehicle).
+        self.check_object: Callable[[WorldObject], None] = lambda placed: None
 
     # -- objects ---------------------------------------------------------------------------------
 
@@ -69,6 +71,7 @@ class WorldChanges:
         name = self._free_name(name or kind.name, allow_renaming or not name)
         x, y, z, yaw = self._placement(position, orientation)
         placed = WorldObject(name, kind, x, y, z, yaw)
+        self.check_object(placed)
         self.objects[name] = placed
         self._rebuild()
         return placed
@@ -104,7 +107,9 @@ class WorldChanges:
     def move(self, name: str, position: Any, orientation: Any) -> WorldObject:
         placed = self.objects[name]
         x, y, z, yaw = self._placement(position, orientation)
-        self.objects[name] = dataclasses.replace(placed, x=x, y=y, z=z, yaw=yaw)
+        moved = dataclasses.replace(placed, x=x, y=y, z=z, yaw=yaw)
+        self.check_object(moved)
+        self.objects[name] = moved
         self._rebuild()
         return self.objects[name]
 

@@ -7,7 +7,7 @@ applies the logged changes as they fall due."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from acres_sim.channels.control import (
@@ -25,7 +25,7 @@ from acres_sim.fake_game.simulation.session_agent import SessionAgent
 from acres_sim.fake_game.simulation.step_owner import ResetContext, StepOwner, WorldLoop
 from acres_sim.fake_game.simulation.world_changes import WorldChanges
 from acres_sim.fake_game.world.motion import HeldMotion
-from acres_sim.rotations import quaternion_to_matrix
+from acres_sim.rotations import quaternion_to_matrix, quaternion_yaw
 
 _STILL = (0.0, 0.0, 0.0)
 
@@ -40,6 +40,8 @@ class WorldRequests(StepOwner):
         self._hub = hub
         assert loop.scene is not None, "the session is open"
         self.changes = WorldChanges(loop.scene, [a.name for a in loop.agents])
+        # Raises InvalidPose for an agent's pose its body may not take (collisions.py: overlapping).
+        self.check_agent: Callable[[str, float, float, float], None] = lambda name, x, y, yaw: None
         self._publish(0.0, WORLD)
 
     # -- reading -------------------------------------------------------------------------------
@@ -106,6 +108,7 @@ class WorldRequests(StepOwner):
         velocity = _triple(finite_vector("linear_velocity", linear_velocity, 3))
         spin = _triple(finite_vector("angular_velocity", angular_velocity, 3))
         with self._loop.between_steps():
+            self.check_agent(agent.name, position[0], position[1], quaternion_yaw(quaternion))
             agent.simulator.place(HeldMotion(self._loop.time_s, position, quaternion_to_matrix(quaternion),
                                              velocity, spin))
         return self.entity_state(name)

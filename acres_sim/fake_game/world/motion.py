@@ -73,6 +73,7 @@ class DrivenMotion:
         self._knots: list[DriveKnot] = [first]
         self._times: list[float] = [first.t]
         self._lock = threading.Lock()
+        self._revision = 0  # counts the changes: the curve is another one after each
 
     def add(self, knot: DriveKnot) -> None:
         with self._lock:
@@ -80,15 +81,24 @@ class DrivenMotion:
                 raise ValueError(f"knot at {knot.t} s is not after the last one ({self._times[-1]} s)")
             self._knots.append(knot)
             self._times.append(knot.t)
+            self._revision += 1
             if knot.t - self._times[0] > 2.0 * self.KEEP_S:  # trim now and then, not every step
                 cut = bisect.bisect_left(self._times, knot.t - self.KEEP_S)
                 del self._knots[:cut], self._times[:cut]
 
-    @property
-    def latest_s(self) -> float:
-        """The time of the latest knot: the curve before it changes when a knot is added."""
+    def replace_latest(self, knot: DriveKnot) -> None:
+        """The latest knot as it turned out (a collision stopped the step's motion short)."""
         with self._lock:
-            return self._times[-1]
+            if knot.t != self._times[-1]:
+                raise ValueError(f"knot at {knot.t} s is not the latest ({self._times[-1]} s)")
+            self._knots[-1] = knot
+            self._revision += 1
+
+    @property
+    def revision(self) -> int:
+        """Changes with every knot added or replaced: a result computed from the curve is stale."""
+        with self._lock:
+            return self._revision
 
     def knot_at(self, t: float) -> DriveKnot | None:
         """The knot of world time t exactly, if it is the latest."""
