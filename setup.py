@@ -14,6 +14,7 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
         (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml") + glob("config/*.rviz")),
+        (f"share/{PACKAGE}/scenarios", glob("scenarios/*.yaml")),
     ],
     install_requires=["setuptools"],
     zip_safe=True,
@@ -30,6 +31,7 @@ setup(
             "snapshot = acres_sim.viewer.snapshot:main",
             "sim_control = acres_sim.nodes.sim_control:main",
             "vehicle_bridge = acres_sim.nodes.vehicle_bridge:main",
+            "scenario = acres_sim.nodes.scenario_runner:main",
         ],
     },
 )

@@ -53,3 +53,4 @@ SIM_CONDITIONS = "/sim/conditions"  # transient local
 SIM_FARM_EVENTS = "/sim/farm_events"  # every physics step
 SIM_FARM_STAMPS = "/sim/farm_stamps"  # every physics step
 SIM_CONTACTS = "/sim/contacts"  # the steps with a contact
+SIM_TASK = "/sim/task"  # a test's or a learner's view of each agent's task

@@ -7,13 +7,15 @@ episode log.
 
     {"op": "step", "steps": N}  -> {"ok": true, "step": S, "time_s": T}   (after the barriers)
         "paused_only": true refuses (code incorrect_state) while the world is playing
-    {"op": "pause"} / {"op": "play"} / {"op": "status"}  -> {"ok": true, ...}
+    {"op": "pause"} / {"op": "play"} / {"op": "status"}  -> {"ok": true, ...} (status: the step, the
+        time, paused, the agents, and "watchers": how many watch connections hear the episode)
     {"op": "reset", "scope": "time" | "state" | "all" | "spawned"}  -> {"ok": true, "step", "time_s"}
     {"op": "entities"}  -> {"ok": true, "entities": [...]}
     {"op": "get_state", "name": E}  -> {"ok": true, "name": E, "agent": E, "position": [...], ...}
     {"op": "set_state", "name": E, "position": [x, y, z], "orientation": [x, y, z, w],
-     "linear_velocity": [...], "angular_velocity": [...]}  -> the new state, as get_state
-        (the requests' "name" may be given as "agent", as the channel first called it)
+     "linear_velocity": [...], "angular_velocity": [...], "on_ground": false}  -> the new state
+        (the requests' "name" may be given as "agent", as the channel first called it; "on_ground":
+        an agent stands on the ground at x, y, turned by the orientation's heading, z ignored)
     {"op": "record_start", "path": F} / {"op": "record_stop"}  -> the recording's status / summary
     {"op": "replay_start", "path": F} / {"op": "replay_stop"}  -> the replay's status
     {"op": "spawnables"}  -> {"ok": true, "spawnables": [{"uri", "description", "size_m"}, ...]}
@@ -24,11 +26,17 @@ episode log.
     {"op": "set_conditions", "conditions": {Conditions fields}}  -> {"ok": true, "conditions": {...}}
         (fields left out keep their value)
     {"op": "episode_status"}  -> {"ok": true, "episode_id", "recording": {...}, "replay": {...}}
+    {"op": "task", "status": {TaskStatus fields}}  -> {"ok": true}: a test's or a learner's view of
+        an agent's task, stamped with the world time the world is at, on the watch feed (event
+        "task") and in the episode log
+    With a stepping token (fake_game --stepping-token: a scenario run owns the stepping), step,
+    reset, pause, play and the replay's start and stop carry "token": T or are refused (locked).
     {"op": "watch"}  -> {"ok": true}, then this connection carries events, one object per line:
         {"event": one of EVENTS, "body": {...}}
         (body: acres_interfaces Episode, Agents, WorldObjects, VehicleShifts, Conditions,
-        FarmEvents, FarmStamps, AgentStates as dicts of their fields; the recording's and the
-        replay's status); every step's farm events, stamps and states before the step's answer.
+        FarmEvents, FarmStamps, Contacts, TaskStatus, AgentStates as dicts of their fields; the
+        recording's and the replay's status); every step's contacts, farm events, stamps and states
+        before the step's answer.
     anything else -> {"ok": false, "error": "...", "code": one of ERROR_CODES}; the connection stays.
 """
 
@@ -46,9 +54,10 @@ RESET_SCOPES = ("time", "state", "all", "spawned")
 
 OPS = ("step", "pause", "play", "status", "reset", "entities", "spawnables", "spawn", "delete",
        "set_shift", "set_conditions", "get_state", "set_state", "record_start", "record_stop",
-       "replay_start", "replay_stop", "episode_status", "watch")
+       "replay_start", "replay_stop", "episode_status", "task", "watch")
+STEPPING_OPS = ("step", "pause", "play", "reset", "replay_start", "replay_stop")  # the token's
 EVENTS = ("episode", "agents", "objects", "shifts", "conditions", "farm_events", "farm_stamps", "contacts",
-          "states", "recording", "replay")
+          "task", "states", "recording", "replay")
 
 # -- error codes ----------------------------------------------------------------------------------
 BAD_REQUEST = "bad_request"  # malformed or out-of-range request
@@ -62,9 +71,10 @@ INVALID_POSE = "invalid_pose"  # a pose that cannot be placed
 INCORRECT_STATE = "incorrect_state"  # a paused_only step while the world plays
 FILE_ERROR = "file_error"  # an episode log that cannot be written or read
 ENDED = "ended"  # the session has ended
+LOCKED = "locked"  # stepping without the token of the scenario run that owns it
 FAILED = "failed"  # anything else
 ERROR_CODES = (BAD_REQUEST, NOT_FOUND, NAME_TAKEN, NAME_INVALID, NO_RESOURCE, NOT_DELETABLE, OUT_OF_RANGE,
-               INVALID_POSE, INCORRECT_STATE, FILE_ERROR, ENDED, FAILED)
+               INVALID_POSE, INCORRECT_STATE, FILE_ERROR, ENDED, LOCKED, FAILED)
 
 
 class Refusal(Exception):
@@ -125,6 +135,12 @@ class NotPaused(Refusal, RuntimeError):
 
 class SessionEnded(Refusal, RuntimeError):
     code = ENDED
+
+
+class Locked(Refusal, RuntimeError):
+    """A stepping request without the token of the scenario run that owns the stepping."""
+
+    code = LOCKED
 
 
 # -- request fields -------------------------------------------------------------------------------

@@ -68,6 +68,21 @@ class HeldCommands:
             for agent in self._held:
                 self._held[agent] = None
 
+    def commanded(self) -> set[str]:
+        """The agents under command (their vehicle holds a command, or awaits one after a reset)."""
+        with self._cond:
+            return {a for a, h in self._held.items() if h is not None and h[1] != ""}
+
+    def known(self) -> bool:
+        """Every agent's vehicle_bridge has said what its vehicle holds (it is up)."""
+        with self._cond:
+            return all(h is not None for h in self._held.values())
+
+    def stamps(self) -> dict[str, float]:
+        """The stamp of the command each agent under command holds."""
+        with self._cond:
+            return {a: h[0] for a, h in self._held.items() if h is not None and h[1] != ""}
+
     def under_command(self) -> bool:
         """Any agent under command, or not yet heard of (then a step waits for it)."""
         with self._cond:

@@ -52,8 +52,9 @@ CONDITIONS = Topic(topics.SIM_CONDITIONS, "acres_interfaces/msg/Conditions", Tru
 FARM_EVENTS = Topic(topics.SIM_FARM_EVENTS, "acres_interfaces/msg/FarmEvents", False, 120, "farm_events")
 FARM_STAMPS = Topic(topics.SIM_FARM_STAMPS, "acres_interfaces/msg/FarmStamps", False, 120, "farm_stamps")
 CONTACTS = Topic(topics.SIM_CONTACTS, "acres_interfaces/msg/Contacts", False, 120, "contacts")
+TASK = Topic(topics.SIM_TASK, "acres_interfaces/msg/TaskStatus", False, 120, "task")
 TOPICS = (EPISODE, AGENTS, AGENT_STATES, CLOCK, OBJECTS, SHIFTS, CONDITIONS, FARM_EVENTS, FARM_STAMPS,
-          CONTACTS)
+          CONTACTS, TASK)
 WORLD = (OBJECTS, SHIFTS, CONDITIONS)  # how the world was varied: a replay applies them in time
 
 

@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="record the episode log (MCAP) from the first physics step into this new file")
     p.add_argument("--episode-replay", default="", metavar="FILE.mcap",
                    help="replay an episode log: the agents follow their logged states")
+    p.add_argument("--stepping-token", default="", metavar="TOKEN",
+                   help="only control requests carrying this token step, reset, pause or play the world "
+                        "(what a scenario run starts the game with)")
     p.add_argument("--render-workers", type=_non_negative_int, default=SessionConfig.render_workers,
                    help="threads that render clouds and images (0 = one per agent in real time, two per "
                         "agent in lockstep or faster than real time, at most one per core)")
@@ -119,6 +122,7 @@ def config_from_args(args: argparse.Namespace) -> SessionConfig:
         render_workers=args.render_workers,
         episode_log=args.episode_log,
         episode_replay=args.episode_replay,
+        stepping_token=args.stepping_token,
     )
 
 

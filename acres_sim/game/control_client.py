@@ -23,6 +23,7 @@ from acres_sim.channels.control import (
     ERROR_CODES,
     FAILED,
     MAX_ANSWER_BYTES,
+    STEPPING_OPS,
     EntityState,
     parse_state,
 )
@@ -51,10 +52,11 @@ class StepDone:
 
 
 class ControlClient:
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout_s: float = 30.0):
+    def __init__(self, port: int, host: str = "127.0.0.1", timeout_s: float = 30.0, token: str = ""):
         self.host = host
         self.port = int(port)
         self.timeout_s = timeout_s  # for one answer (a long step request included)
+        self.token = token  # the stepping token of a world a scenario run owns (its runner's client)
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._buffer = bytearray()
@@ -99,10 +101,14 @@ class ControlClient:
 
     def set_state(self, name: str, position: tuple[float, ...], orientation: tuple[float, ...],
                   linear_velocity: tuple[float, ...] = (0.0, 0.0, 0.0),
-                  angular_velocity: tuple[float, ...] = (0.0, 0.0, 0.0)) -> EntityState:
-        return self._state(self.request({
-            "op": "set_state", "name": name, "position": list(position), "orientation": list(orientation),
-            "linear_velocity": list(linear_velocity), "angular_velocity": list(angular_velocity)}))
+                  angular_velocity: tuple[float, ...] = (0.0, 0.0, 0.0), on_ground: bool = False
+                  ) -> EntityState:
+        request = {"op": "set_state", "name": name, "position": list(position),
+                   "orientation": list(orientation), "linear_velocity": list(linear_velocity),
+                   "angular_velocity": list(angular_velocity)}
+        if on_ground:
+            request["on_ground"] = True
+        return self._state(self.request(request))
 
     def spawnables(self) -> list[dict[str, Any]]:
         """The catalogue: uri, description and size_m (x, y, z) of each kind of object."""
@@ -154,7 +160,13 @@ class ControlClient:
 
     # -- the transport -------------------------------------------------------------------------
 
+    def task(self, status: dict[str, Any]) -> None:
+        """A TaskStatus (dict of its fields) onto the watch feed, /sim/task and the episode log."""
+        self.request({"op": "task", "status": status})
+
     def request(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.token and request.get("op") in STEPPING_OPS:
+            request = {**request, "token": self.token}
         line = json.dumps(request, separators=(",", ":")).encode() + b"\n"
         with self._lock:
             try:

@@ -28,16 +28,13 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import Executor, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from simulation_interfaces.action import SimulateSteps
 from simulation_interfaces.msg import Result
-from std_msgs.msg import Header, UInt64
 
-from acres_sim import topics
 from acres_sim.channels.control import NOT_FOUND
-from acres_sim.control.lockstep import BarrierWatch, HeldCommands, Lockstep, PublishersMatched
 from acres_sim.game.control_client import ControlClient, ControlRefused, ControlUnavailable
 from acres_sim.nodes.acres_services import IMPORT_ERROR
+from acres_sim.nodes.lockstep_watch import watch_lockstep
 from acres_sim.nodes.parameters import SIM_CONTROL, sim_control_config
 from acres_sim.nodes.runner import RunnableNode, run
 from acres_sim.nodes.simulation_services import (
@@ -49,10 +46,6 @@ from acres_sim.nodes.simulation_services import (
     fail_with,
 )
 
-BARRIER_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-HELD_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
 
 class SimControl(RunnableNode):
     def __init__(self, **kwargs: Any):
@@ -63,32 +56,12 @@ class SimControl(RunnableNode):
         self.agents = agents = list(config.agents)
         self.game = ControlClient(config.control_port, timeout_s=config.request_timeout_s)
         self.vehicle_bridges = config.vehicle_bridges
-        barriers = BarrierWatch(agents)
-        vehicle_barriers = BarrierWatch(agents if config.vehicle_bridges else [])
-        held = HeldCommands(agents if config.vehicle_bridges else [])
-
         # Barriers on a hidden node of their own (see the module's docstring).
         self._barrier_node = Node("_sim_control_barriers", namespace=self.get_namespace(),
                                   context=self.context)
-        counts: dict[str, Callable[[], int]] = {}  # each barrier topic's publishers
-        for agent in agents:
-            sub = self._barrier_node.create_subscription(
-                UInt64, f"/{agent}/{topics.SIM_BARRIER}",
-                lambda msg, agent=agent: barriers.arrived(agent, msg.data), BARRIER_QOS)
-            counts[sub.topic_name] = sub.get_publisher_count
-            if config.vehicle_bridges:
-                sub = self._barrier_node.create_subscription(
-                    UInt64, f"/{agent}/{topics.VEHICLE_BARRIER}",
-                    lambda msg, agent=agent: vehicle_barriers.arrived(agent, msg.data), BARRIER_QOS)
-                counts[sub.topic_name] = sub.get_publisher_count
-                self._barrier_node.create_subscription(
-                    Header, f"/{agent}/{topics.VEHICLE_HELD_COMMAND}",
-                    lambda msg, agent=agent: held.update(
-                        agent, msg.stamp.sec + msg.stamp.nanosec * 1e-9, msg.frame_id), HELD_QOS)
-        self.lockstep = Lockstep(
-            barriers, vehicle_barriers, held, PublishersMatched(counts), config.barrier_timeout_s,
-            config.command_wait_s, lambda text: self.get_logger().warning(text, throttle_duration_sec=5.0),
-            "/" + topics.VEHICLE_BARRIER)
+        self.lockstep = watch_lockstep(
+            self._barrier_node, agents, config.vehicle_bridges, config.barrier_timeout_s,
+            config.command_wait_s, lambda text: self.get_logger().warning(text, throttle_duration_sec=5.0))
 
         group = ReentrantCallbackGroup()
         self.episode = None

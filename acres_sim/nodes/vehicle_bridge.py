@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
+from collections import deque
 from dataclasses import replace
 from typing import Any
 
@@ -56,6 +57,7 @@ except ImportError as exc:
 
 COMMAND_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 REPORT_QOS = COMMAND_QOS
+DEFERRED_INPUTS = 64  # inputs kept during one lockstep request (the oldest go first beyond this)
 LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 # The vehicle parameters a driver needs, as read-only ROS parameters once the game named them.
@@ -68,6 +70,12 @@ class VehicleBridge(RunnableNode):
         super().__init__("vehicle_bridge", **kwargs)
         self.config = config = vehicle_bridge_config(self.declare_table(VEHICLE_BRIDGE))
         self._lock = threading.Lock()
+        # Lockstep: the step the last barrier (or the first report) was at, whether a step request
+        # is under way (reports past it came), and the inputs that came during one: they act after
+        # its barrier, as if they had come after it, so that the run does not depend on when they came.
+        self._quiet_step: int | None = None
+        self._stepping = False
+        self._deferred: deque[tuple[str, Any]] = deque(maxlen=DEFERRED_INPUTS)
         self._stopping = threading.Event()
         self.driver: VehicleDriver | None = None
         self.info: VehicleInfo | None = None
@@ -166,6 +174,10 @@ class VehicleBridge(RunnableNode):
             if driver is None:
                 return
             reset = driver.on_report(report)
+            if self._quiet_step is None or report.reset is not None:
+                self._quiet_step = report.step  # connected, or reset: a barrier (if any) follows here
+            elif report.step != self._quiet_step:
+                self._stepping = True
             if reset:  # said even when unchanged: sim_control forgot what it knew at the reset
                 self._publish_held_locked(force=True)
             elif not self.config.lockstep:
@@ -178,6 +190,11 @@ class VehicleBridge(RunnableNode):
         with self._lock:
             if self.config.lockstep and self.driver is not None:
                 self._forward_locked()  # the watchdog and the controller, between two requests
+            self._quiet_step, self._stepping = step, False
+            deferred = list(self._deferred)
+            self._deferred.clear()
+        for what, call in deferred:
+            self._apply(what, call)
 
         def still_waiting(topics: list[str], waited_s: float) -> None:
             self.get_logger().warning(f"vehicle barrier {step} waits {waited_s:.0f} s for acknowledgements "
@@ -227,6 +244,9 @@ class VehicleBridge(RunnableNode):
                 if driver is None:
                     raise Ignored(f"{what} ignored: the Vehicle Bridge has not described the vehicle yet "
                                   f"(is 127.0.0.1:{self.config.vehicle_port} up?)")
+                if self.config.lockstep and self._stepping:
+                    self._deferred.append((what, call))  # acts after this request's barrier
+                    return
                 call(driver)
                 self._forward_locked()
                 enabled = driver.dbw_enabled

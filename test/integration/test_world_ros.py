@@ -25,6 +25,7 @@ pytest.importorskip("rosbags", reason="rosbags is not installed (test_depend pyt
 from acres_interfaces import srv as acres_srv  # noqa: E402
 from acres_interfaces.msg import (  # noqa: E402
     Conditions,
+    Contacts,
     FarmEvent,
     FarmEvents,
     FarmStamps,
@@ -59,7 +60,7 @@ def session():
         for topic, kind, qos in (
                 ("/sim/objects", WorldObjects, LATCHED), ("/sim/shifts", VehicleShifts, LATCHED),
                 ("/sim/conditions", Conditions, LATCHED), ("/sim/farm_events", FarmEvents, DEEP),
-                ("/sim/farm_stamps", FarmStamps, DEEP)):
+                ("/sim/farm_stamps", FarmStamps, DEEP), ("/sim/contacts", Contacts, DEEP)):
             g.subscribe(kind, topic, qos)
         for agent in AGENTS:
             g.subscribe(Float64, f"/{agent}/sim/clock_offset", LATCHED)
@@ -362,6 +363,53 @@ def test_crop_crushed_off_the_tracks_none_on_them_all_in_the_log(session, tmp_pa
     assert {"/sim/objects", "/sim/shifts", "/sim/conditions", "/sim/farm_events",
             "/sim/farm_stamps"} <= set(counts)
     assert crushed_logged == pytest.approx(crushed["polaris"], rel=1e-9)
+
+
+def test_driven_into_a_bale_the_vehicle_stops_at_it_and_the_contact_is_on_sim_contacts_and_in_the_log(
+        session, tmp_path):
+    s = session
+    path = str(tmp_path / "contact.mcap")
+    _place(s, "polaris", *SPOT, 0.0)
+    s.step(1)
+    bale_x = SPOT[0] + 7.0  # 3.65 m ahead of the Polaris's front (2.60 m ahead of base_footprint)
+    answer = _call(s, "spawn_entity", name="stop_bale", uri="acres://objects/round_bale",
+                   initial_pose=_stamped(_pose(bale_x, SPOT[1], 0.0)))
+    assert answer.result.result == Result.RESULT_OK, answer.result.error_message
+    assert _call(s, "start_recording", path=path).success
+    mark = len(s.graph.messages("/sim/contacts"))
+    for _ in range(40):  # 4 s asking for 3 m/s
+        s.send_ackermann("polaris", 0.0, 3.0)
+        s.graph.spin_for(0.05)
+        s.step(12)
+    _caught_up(s)
+    s.graph.spin_until(lambda: len(s.graph.messages("/sim/contacts")) > mark, 20, "a contact")
+    contacts = [(m.step, c) for m in s.graph.messages("/sim/contacts")[mark:] for c in m.contacts]
+    state = _call(s, "get_entity_state", entity="polaris").state
+    front = state.pose.position.x + 2.60
+    first = contacts[0][1]
+    print(f"\nfront of the Polaris at {front:.4f} m, the bale's side at {bale_x - 0.75:.4f} m; first contact "
+          f"at ({first.position.x:.3f}, {first.position.y:.3f}), {first.relative_speed_mps:.2f} m/s; "
+          f"{len(contacts)} contacts")
+    assert (first.agent, first.other) == ("polaris", "stop_bale")
+    assert (first.position.x, first.position.y) == pytest.approx((bale_x - 0.75, SPOT[1]), abs=1e-6)
+    assert first.relative_speed_mps > 1.0
+    assert front == pytest.approx(bale_x - 0.75, abs=0.01)  # stopped at the bale, not in it
+    s.release("polaris")
+    assert _call(s, "stop_recording").success
+    assert _call(s, "delete_entity", entity="stop_bale").result.result == Result.RESULT_OK
+
+    logged = []
+    with AnyReader([Path(path)], default_typestore=get_typestore(Stores.EMPTY)) as reader:
+        for connection, _t, raw in reader.messages():
+            if connection.topic == "/sim/contacts":
+                msg = reader.deserialize(raw, connection.msgtype)
+                logged += [(msg.step, c.agent, c.other, c.position.x) for c in msg.contacts]
+
+    def published() -> list:
+        return [(m.step, c.agent, c.other, c.position.x) for m in s.graph.messages("/sim/contacts")[mark:]
+                for c in m.contacts]
+    s.graph.spin_until(lambda: len(published()) >= len(logged), 20, "every logged contact on /sim/contacts")
+    assert logged == published()
 
 
 def test_vehicle_reports_are_stamped_in_world_time_from_the_clock_offset(session):

@@ -1,4 +1,4 @@
-"""The fake world's collision geometry (world/bodies.py): overlap depths of boxes and cylinders,
+"""The fake world's collision geometry (acres_sim/bodies.py): overlap depths of boxes and cylinders,
 turned boxes, heights that pass over each other, and where two bodies touch."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acres_sim.fake_game.world.bodies import contact, depth, object_body, overlaps, vehicle_body
+from acres_sim.bodies import clearance, contact, depth, object_body, overlaps, vehicle_body
 
 
 def _polaris(x: float, y: float, yaw: float = 0.0):
@@ -81,3 +81,15 @@ def test_overlap_is_symmetric_and_a_body_far_away_never_overlaps(x, y, yaw, othe
         assert not overlaps(a, b)
     far = _polaris(x + 100.0, y, yaw)
     assert not overlaps(a, far)
+
+
+def test_clearance_is_the_gap_between_footprints_and_zero_once_they_touch():
+    body = _polaris(0.0, 0.0)
+    assert clearance(body, _bale(5.0, 0.0)) == pytest.approx(5.0 - 0.75 - 2.60)
+    assert clearance(body, _bale(3.0, 1.2)) == 0.0  # overlapping the corner
+    square = object_body("square", "box", (2.4, 1.2, 0.9), 6.0, 3.0, 0.0, 0.0)  # ahead and to the left
+    # nearest points: the Polaris's front left corner (2.60, 0.795) and the bale's (4.8, 2.4)
+    assert clearance(body, square) == pytest.approx(math.hypot(4.8 - 2.60, 2.4 - 0.795))
+    assert clearance(square, body) == pytest.approx(clearance(body, square))
+    other = _polaris(10.0, 0.0, math.pi)  # facing back: its front 2.60 m west of x = 10
+    assert clearance(body, other) == pytest.approx(10.0 - 2.60 - 2.60)

@@ -2,8 +2,8 @@
 vehicle. An owner of the step (step_owner.py) acting once every agent moved, before any frame of the
 step is drawn.
 
-Model. Bodies are upright solids (world/bodies.py). An agent that moved in a step into a body it did
-not overlap before (or deeper into one it did) goes as far along the step's motion as it can
+Model. Bodies are upright solids (acres_sim/bodies.py). An agent that moved in a step into a body it
+did not overlap before (or deeper into one it did) goes as far along the step's motion as it can
 without that (bisection of the step, to 1/256 of it) and stands there at rest: a driven vehicle's
 model and track stop there (its next commands act from there: it can back or steer away), an agent
 on its route or placed with a twist holds that pose (a command, a placement or a reset moves it on).
@@ -31,7 +31,7 @@ from acres_sim.fake_game.simulation.episode_hub import EpisodeHub, header
 from acres_sim.fake_game.simulation.session_agent import SessionAgent
 from acres_sim.fake_game.simulation.step_owner import ResetContext, StepContext, StepOwner, WorldLoop
 from acres_sim.fake_game.simulation.world_changes import WORLD_FRAME, WorldChanges
-from acres_sim.fake_game.world.bodies import Solid, contact, depth, object_body, vehicle_body
+from acres_sim.bodies import Solid, contact, depth, object_body, vehicle_body
 from acres_sim.fake_game.world.farm_objects import WorldObject
 from acres_sim.fake_game.world.motion import HeldMotion
 from acres_sim.stream.timing import PHYSICS_HZ

@@ -99,6 +99,11 @@ class EpisodeHub:
         if self.latest is not None:
             listener.publish("states", self.latest)
 
+    @property
+    def listener_count(self) -> int:
+        with self._lock:
+            return len(self._listeners)
+
     def remove_listener(self, listener: EpisodeListener) -> None:
         with self._lock:
             if listener in self._listeners:

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from acres_sim.channels.control import BadRequest, UnknownEntity
+from acres_sim.episode.cdr import CdrError
+from acres_sim.episode.log_file import CODEC, TASK
 from acres_sim.fake_game.simulation.collisions import Collisions
-from acres_sim.fake_game.simulation.episode_hub import EpisodeHub, EpisodeListener
+from acres_sim.fake_game.simulation.episode_hub import EpisodeHub, EpisodeListener, header
 from acres_sim.fake_game.simulation.episode_info import EpisodeInfo
 from acres_sim.fake_game.simulation.episode_recorder import EpisodeRecorder
 from acres_sim.fake_game.simulation.replay_player import ReplayPlayer
@@ -68,6 +71,21 @@ class FakeWorld:
 
     def unwatch(self, listener: EpisodeListener) -> None:
         self.hub.remove_listener(listener)
+
+    def publish_task(self, status: Any) -> None:
+        """A TaskStatus (a dict of its fields) to the watchers and the episode log, stamped with the
+        world time the world is at (the log's time never goes back)."""
+        if not isinstance(status, dict):
+            raise BadRequest(f"status must be a TaskStatus object, got {status!r}")
+        agents = [a.name for a in self.session.agents]
+        if status.get("agent") not in agents:
+            raise UnknownEntity(f"no agent {status.get('agent')!r}; the agents are {', '.join(agents)}")
+        try:
+            CODEC.encode(TASK.type, status)  # the fields and their types, as the log will take them
+        except (CdrError, KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise BadRequest(f"status is not a TaskStatus: {exc!r}") from None
+        with self.session.holding():  # between two steps' messages, stamped with the world's time
+            self.hub.message(TASK, {**status, "header": header(self.session.time_s)})
 
     def episode_status(self) -> dict[str, Any]:
         with self.session.holding():

@@ -37,6 +37,7 @@ class SessionConfig:
     render_workers: int = 0  # 0: one per agent in real time, else two; at most one per core
     episode_log: str = ""  # record the episode log into this new file from the first step ("" = no)
     episode_replay: str = ""  # replay this episode log from the start ("" = no)
+    stepping_token: str = ""  # set: only requests carrying it step, reset, pause or play (a scenario run)
 
     def __post_init__(self) -> None:
         if not self.agents:

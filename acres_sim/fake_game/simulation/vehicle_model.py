@@ -38,7 +38,7 @@ class VehicleParams:
     rolling_resistance: float  # coefficient: force = c m g against the motion
     final_drive_ratio: float  # engine revolutions per wheel revolution
     idle_rpm: float
-    # The body as an upright box (what collides, world/bodies.py): length, width, height, and how far
+    # The body as an upright box (what collides, acres_sim/bodies.py): length, width, height, and how far
     # it reaches behind base_footprint (the rear axle).
     length_m: float
     width_m: float

@@ -90,10 +90,11 @@ class WorldRequests(StepOwner):
     # -- changing ------------------------------------------------------------------------------
 
     def set_entity_state(self, name: Any, position: Any, orientation: Any, linear_velocity: Any = _STILL,
-                         angular_velocity: Any = _STILL) -> EntityState:
+                         angular_velocity: Any = _STILL, on_ground: bool = False) -> EntityState:
         """Place an agent: it holds this pose (moving on with the given world-frame twist) from the
-        current world time until a state reset. Move an object: it stands on the ground there (a
-        twist is refused: objects do not move by themselves)."""
+        current world time until a state reset; on_ground: standing on the ground at x, y with the
+        orientation's heading (z and tilt from the ground). Move an object: it stands on the ground
+        there (a twist is refused: objects do not move by themselves)."""
         if isinstance(name, str) and name in self.changes.objects:
             twist = finite_vector("linear_velocity", linear_velocity, 3) + finite_vector(
                 "angular_velocity", angular_velocity, 3)
@@ -108,9 +109,14 @@ class WorldRequests(StepOwner):
         velocity = _triple(finite_vector("linear_velocity", linear_velocity, 3))
         spin = _triple(finite_vector("angular_velocity", angular_velocity, 3))
         with self._loop.between_steps():
-            self.check_agent(agent.name, position[0], position[1], quaternion_yaw(quaternion))
-            agent.simulator.place(HeldMotion(self._loop.time_s, position, quaternion_to_matrix(quaternion),
-                                             velocity, spin))
+            yaw = quaternion_yaw(quaternion)
+            self.check_agent(agent.name, position[0], position[1], yaw)
+            if on_ground:
+                ground, rotation = agent.simulator.on_ground(position[0], position[1], yaw)
+                position = tuple(float(v) for v in ground)
+            else:
+                rotation = quaternion_to_matrix(quaternion)
+            agent.simulator.place(HeldMotion(self._loop.time_s, position, rotation, velocity, spin))
         return self.entity_state(name)
 
     def spawn(self, name: Any, uri: Any, position: Any, orientation: Any, allow_renaming: Any = False

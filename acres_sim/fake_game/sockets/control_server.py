@@ -20,8 +20,10 @@ from acres_sim.channels.control import (
     ENDED,
     FAILED,
     FILE_ERROR,
+    LOCKED,
     MAX_REQUEST_BYTES,
     OPS,
+    STEPPING_OPS,
     Refusal,
     boolean,
     entity_name,
@@ -162,6 +164,10 @@ class ControlServer(LoopbackServer):
         answer = _ANSWERS.get(op) if isinstance(op, str) else None
         if answer is None:
             return error_answer(BAD_REQUEST, f"unknown op {op!r}: expected {', '.join(OPS)}")
+        token = self._world.session.config.stepping_token
+        if token and op in STEPPING_OPS and request.get("token") != token:
+            return error_answer(LOCKED, f"{op}: a scenario run steps this world (it alone steps, resets, "
+                                        "pauses and plays it until it ends)")
         try:
             return {"ok": True, **answer(self._world, request)}
         except Refusal as exc:
@@ -185,7 +191,13 @@ def _set_state(world: FakeWorld, request: dict[str, Any]) -> dict[str, Any]:
     zero = [0.0, 0.0, 0.0]
     return state_answer(world.world.set_entity_state(
         entity_name(request), request.get("position"), request.get("orientation"),
-        request.get("linear_velocity", zero), request.get("angular_velocity", zero)))
+        request.get("linear_velocity", zero), request.get("angular_velocity", zero),
+        boolean(request, "on_ground")))
+
+
+def _task(world: FakeWorld, request: dict[str, Any]) -> dict[str, Any]:
+    world.publish_task(request.get("status"))
+    return {}
 
 
 def _spawn(world: FakeWorld, request: dict[str, Any]) -> dict[str, Any]:
@@ -214,7 +226,7 @@ _ANSWERS = {
     "step": _step,
     "pause": _paused,
     "play": _playing,
-    "status": lambda world, request: world.session.status(),
+    "status": lambda world, request: {**world.session.status(), "watchers": world.hub.listener_count},
     "reset": _reset,
     "entities": lambda world, request: {"entities": world.world.entities},
     "spawnables": lambda world, request: {"spawnables": world.world.spawnables()},
@@ -231,6 +243,7 @@ _ANSWERS = {
     "replay_start": lambda world, request: world.replay.start(request.get("path")),
     "replay_stop": lambda world, request: world.replay.stop(),
     "episode_status": lambda world, request: world.episode_status(),
+    "task": _task,
 }
 assert set(_ANSWERS) | {"watch"} == set(OPS), "every op of the channel is answered"
 

@@ -123,6 +123,22 @@ def _box_round(box: Solid, round_: Solid) -> float:
     return overlap if overlap > 0.0 else SEPARATE
 
 
+def clearance(a: Solid, b: Solid) -> float:
+    """The horizontal gap between two footprints (m; 0 where they touch or overlap)."""
+    if a.is_box and b.is_box:
+        if _box_box(a, b) > 0.0:
+            return 0.0
+        # Two convex footprints apart: their nearest points include a corner of one of them.
+        gaps = [math.hypot(cx - px, cy - py) for one, other in ((a, b), (b, a)) for cx, cy in one.corners()
+                for px, py in (other.nearest(cx, cy),)]
+        return min(gaps)
+    if not a.is_box and not b.is_box:
+        return max(0.0, math.hypot(a.x - b.x, a.y - b.y) - a.radius - b.radius)
+    box, round_ = (a, b) if a.is_box else (b, a)
+    px, py = box.nearest(round_.x, round_.y)
+    return max(0.0, math.hypot(round_.x - px, round_.y - py) - round_.radius)
+
+
 def overlaps(a: Solid, b: Solid) -> bool:
     return depth(a, b) > _EPS
 

@@ -1,0 +1,442 @@
+"""`ros2 run acres_sim scenario FILE`: a scenario run from the file to its verdict.
+
+It checks the file (nothing starts when it is refused), starts the session it describes (the fake
+game holding the stepping token, a sim_bridge and a vehicle_bridge per agent, sim_control), puts the
+world as the file says (conditions, shifts, objects, every agent standing at its start), records
+the episode log, starts the user's stack (--stack) and runs the world:
+
+- lockstep: the first step waits until every agent a criterion names is under command (its
+  vehicle_bridge holds a command; at most start_timeout_s, after which those agents fail with "no
+  command"); then the world steps command_period_s at a time, each time only once every agent under
+  command holds a command stamped for the world time (a stack silent for stack_timeout_s ends the run:
+  no step is ever taken on a stale command), and each step's barriers and states are awaited;
+- real time: the world plays; the same start and silence rules, in world time.
+
+Every step's states, contacts and farm events are judged (acres_sim/scenario/judge.py); each judged
+agent's TaskStatus goes to the game (the watch feed, /sim/task from sim_control, the log). The run
+ends at duration_s (or, with --until-decided, once every criterion is decided), on Ctrl-C, or when a
+process of the session dies; it then writes the report (JSON, and JUnit with --junit), prints the
+summary and exits 0 (passed), 1 (failed), 2 (refused file, no session, a dead process, a silent
+stack) or 130 (interrupted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from acres_sim.scenario import report as reports
+from acres_sim.scenario.judge import Judge
+from acres_sim.scenario.scenario_file import Event, Scenario, ScenarioError, load
+from acres_sim.scenario.scripted import WaypointDriver
+from acres_sim.stream.timing import PHYSICS_HZ
+from acres_sim.topics import (
+    ACKERMANN_CMD,
+    BRAKE_CMD,
+    CMD_VEL,
+    GEAR_CMD,
+    STEERING_CMD,
+    THROTTLE_CMD,
+)
+
+COMMAND_TOPICS = (ACKERMANN_CMD, CMD_VEL, STEERING_CMD, THROTTLE_CMD, BRAKE_CMD, GEAR_CMD)
+
+READY_TIMEOUT_S = 120.0  # the session's processes up and matched
+BARRIER_TIMEOUT_S = 30.0
+DISCOVERY_SETTLE_S = 1.0  # a new participant's endpoints are matched well within this on one host
+PROGRESS_EVERY_S = 2.0
+
+
+class RunEnded(Exception):
+    """The run cannot go on: `status` (error, interrupted) and the reason."""
+
+    def __init__(self, status: str, reason: str):
+        super().__init__(reason)
+        self.status = status
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="scenario",
+                                description="Run a scenario file against a stack and judge it.")
+    p.add_argument("file", help="the scenario (YAML)")
+    p.add_argument("--check", action="store_true", help="check the file and exit (0: it would run)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a key for this run (dotted: conditions.dust=0.5, objects.bale1.pose.x=4)")
+    p.add_argument("--stack", default="", metavar="CMD",
+                   help="start this command line (the stack) in the run's ROS domain once the session is up")
+    p.add_argument("--out", default="", metavar="DIR",
+                   help="the run's directory (default: a new temporary one)")
+    p.add_argument("--report", default="", metavar="OUT.json", help="the report (default: DIR/report.json)")
+    p.add_argument("--junit", default="", metavar="OUT.xml",
+                   help="also a JUnit XML, a test case per criterion")
+    p.add_argument("--log", default="", metavar="OUT.mcap",
+                   help="the episode log (default: DIR/episode.mcap)")
+    p.add_argument("--domain", type=int, default=None, help="the run's ROS_DOMAIN_ID (default: this one's)")
+    p.add_argument("--until-decided", action="store_true", help="end as soon as every criterion is decided")
+    p.add_argument("--game-arg", action="append", default=[], metavar="ARG",
+                   help="an argument for the fake game, e.g. --game-arg=--cached (repeatable)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    return p.parse_args(argv)
+
+
+class ScenarioRun:
+    def __init__(self, scenario: Scenario, args: argparse.Namespace):
+        self.scenario = scenario
+        self.args = args
+        self.run_dir = Path(args.out or tempfile.mkdtemp(prefix=f"acres_scenario_{scenario.name}_")).resolve()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = str(Path(args.log).resolve() if args.log else self.run_dir / "episode.mcap")
+        self.report_path = str(Path(args.report).resolve() if args.report else self.run_dir / "report.json")
+        self.interrupted = threading.Event()
+        self.judge = Judge(scenario, math.inf, self._task)  # judged from the start step on
+        self.world_time_s = 0.0
+        self._task_client: Any = None
+        self._errors: list[str] = []
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def execute(self) -> int:
+        from acres_sim.nodes.scenario_session import RunSession, SessionFailed
+
+        started = time.monotonic()
+        env = dict(os.environ)
+        if self.args.domain is not None:
+            env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = str(self.args.domain)
+        previous = {sig: signal.signal(sig, lambda _n, _f: self.interrupted.set())
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        session = RunSession(self.scenario, self.run_dir, env, self.args.game_arg)
+        status, reason = "error", ""
+        ros = None
+        feed = game = None
+        try:
+            session.start(READY_TIMEOUT_S)
+            ros = _Ros(self.scenario)
+            from acres_sim.game.control_client import ControlClient
+            from acres_sim.game.episode_feed import EpisodeFeed
+
+            game = ControlClient(session.control_port, timeout_s=BARRIER_TIMEOUT_S, token=session.token)
+            self._task_client = ControlClient(session.control_port, timeout_s=BARRIER_TIMEOUT_S)
+            feed = EpisodeFeed(session.control_port, lambda event, body: self._on_event(ros, event, body),
+                               self._errors.append)
+            feed.start()
+            self._prepare(game)
+            self._wait_watchers(game, session)
+            game.record_start(self.log_path)
+            if self.args.stack:
+                session.start_stack(self.args.stack)
+            self._run(game, feed, ros, session)
+            self.judge.finish()
+            status = "passed" if self.judge.passed else "failed"
+        except RunEnded as exc:
+            status, reason = exc.status, str(exc)
+        except (SessionFailed, OSError) as exc:
+            status, reason = "error", str(exc)
+        except Exception as exc:  # noqa: BLE001 -- a refused request, a lockstep failure: the report says it
+            dead = session.dead()
+            status, reason = "error", dead or f"{type(exc).__name__}: {exc}"
+        finally:
+            if status in ("error", "interrupted"):
+                self.judge.abort(reason)
+            if game is not None:
+                try:
+                    game.record_stop()
+                except Exception as exc:  # noqa: BLE001 -- a dead game: its log ends at its last chunk
+                    reason = reason or f"the episode log could not be finished: {exc}"
+            if feed is not None:
+                feed.stop()
+            if ros is not None:
+                ros.close()
+            session.stop()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        files = {"report": self.report_path, "log": self.log_path, "run directory": str(self.run_dir)}
+        if self.args.junit:
+            files["junit"] = str(Path(self.args.junit).resolve())
+        result = reports.report(self.judge, status, reason, time.monotonic() - started, files)
+        reports.write_json(self.report_path, result)
+        if self.args.junit:
+            reports.write_junit(self.args.junit, result)
+        print(reports.summary(result), flush=True)
+        return reports.EXIT_CODES[status]
+
+    def _prepare(self, game: Any) -> None:
+        """The world as the file says, the agents standing at their start, before the first step."""
+        s = self.scenario
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            try:
+                status = game.request({"op": "status"})
+                break
+            except Exception:  # noqa: BLE001 -- the game is still opening its channel
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        if s.conditions:
+            game.set_conditions(s.conditions)
+        for agent, shift in s.shifts.items():
+            game.set_shift(agent, shift)
+        for o in s.objects:
+            game.spawn(o.name, o.uri, (o.pose.x, o.pose.y, 0.0), o.pose.quaternion())
+        for a in s.agents:
+            game.set_state(a.name, (a.pose.x, a.pose.y, 0.0), a.pose.quaternion(), on_ground=True)
+        self.world_time_s = float(status["time_s"])
+
+    def _wait_watchers(self, game: Any, session: Any) -> None:
+        """Until sim_control hears the episode too (this run's feed and its): the states it publishes
+        when it connects are then out before the stack starts, so the stack's first states are always
+        the start step's."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while game.request({"op": "status"}).get("watchers", 0) < 2:
+            self._check(session)
+            if time.monotonic() > deadline:
+                raise RunEnded("error", f"sim_control did not connect to the game's episode feed within "
+                                        f"{READY_TIMEOUT_S:g} s")
+            time.sleep(0.05)
+
+    def _run(self, game: Any, feed: Any, ros: _Ros, session: Any) -> None:
+        s = self.scenario
+        lockstep = s.pace == "lockstep"
+        chunk = max(1, round(s.command_period_s * PHYSICS_HZ))
+        waited = time.monotonic()
+        judged = set(s.judged_agents)
+        if lockstep:
+            # The stack is up once it publishes on a command topic of every judged agent; its
+            # subscriptions are matched within DISCOVERY_SETTLE_S of that.
+            while not (judged <= ros.commanding() and ros.lockstep.held.known()):
+                self._check(session)
+                if time.monotonic() - waited > s.start_timeout_s:
+                    break
+                time.sleep(0.05)
+            else:
+                time.sleep(DISCOVERY_SETTLE_S)
+            # One command period with every agent standing at its start, so that a stack has /clock,
+            # every sensor's first frame and the agents' states to answer: scenario time 0 is its end.
+            ros.lockstep.steps(chunk, chunk, lambda n: _stepped(game.step(n)), lambda: self.world_time_s,
+                               delivered=feed.wait_handled)
+            self.world_time_s = float(ros.lockstep.world_time_s or self.world_time_s)
+            self.judge.start_s = self.world_time_s
+        else:
+            self.judge.start_s = self.world_time_s
+        start = self.world_time_s
+        events = list(s.events)
+        ros.drive_scripted(start)
+        # The start: every judged agent under command, or start_timeout_s gone by.
+        if not lockstep:
+            game.play()
+        while not judged <= ros.lockstep.held.commanded():
+            self._check(session)
+            if time.monotonic() - waited > s.start_timeout_s:
+                silent = sorted(judged - ros.lockstep.held.commanded())
+                self.judge.no_command(silent)
+                self._say(f"no command from {', '.join(silent)} within {s.start_timeout_s:g} s")
+                break
+            ros.drive_scripted(self._now(game, lockstep, start))
+            time.sleep(0.02)
+        if self.judge.all_decided:
+            return
+        last_said = time.monotonic()
+        while True:
+            self._check(session)
+            now = self._now(game, lockstep, start)
+            t = now - start
+            if t >= s.duration_s - 1e-9 or (self.args.until_decided and self.judge.all_decided):
+                break
+            while events and events[0].at_s <= t + 1e-9:
+                self._apply(game, events.pop(0))
+            ros.drive_scripted(now)
+            if lockstep:
+                late = ros.lockstep.held.wait(now, s.stack_timeout_s)
+                if late:
+                    raise RunEnded("error", f"no command stamped for world time {now:.3f} s from "
+                                            f"{', '.join(late)} within {s.stack_timeout_s:g} s "
+                                            "(stack_timeout_s): the run ends rather than step on a stale "
+                                            "command")
+                steps = min(chunk, max(1, round((s.duration_s - t) * PHYSICS_HZ)))
+                ros.lockstep.steps(steps, steps, lambda n: _stepped(game.step(n)), lambda: now,
+                                   delivered=feed.wait_handled)
+                self.world_time_s = float(ros.lockstep.world_time_s or now)
+            else:
+                stale = [a for a, stamp in ros.lockstep.held.stamps().items()
+                         if stamp < now - s.stack_timeout_s]
+                if stale:
+                    raise RunEnded("error", f"no command from {', '.join(stale)} for {s.stack_timeout_s:g} s "
+                                            "of world time (stack_timeout_s)")
+                time.sleep(0.01)
+            if not self.args.quiet and time.monotonic() - last_said > PROGRESS_EVERY_S:
+                last_said = time.monotonic()
+                decided = sum(c.decided for c in self.judge.criteria)
+                failed = sum(c.verdict.passed is False for c in self.judge.criteria)
+                self._say(f"{s.name}: world time {t:6.2f} / {s.duration_s:g} s, "
+                          f"{decided}/{len(self.judge.criteria)} criteria decided, {failed} failed")
+        if not lockstep:
+            game.pause()
+        feed.wait_handled(round(self._now(game, lockstep, start) * PHYSICS_HZ), BARRIER_TIMEOUT_S)
+
+    def _now(self, game: Any, lockstep: bool, start: float) -> float:
+        if lockstep:
+            return self.world_time_s
+        self.world_time_s = float(game.request({"op": "status"})["time_s"])
+        return self.world_time_s
+
+    def _check(self, session: Any) -> None:
+        if self.interrupted.is_set():
+            raise RunEnded("interrupted", "interrupted (Ctrl-C)")
+        dead = session.dead()
+        if dead:
+            raise RunEnded("error", dead)
+
+    def _apply(self, game: Any, event: Event) -> None:
+        body = event.body
+        if event.kind == "spawn":
+            p = body["pose"]
+            game.spawn(body["name"], body["uri"], (p.x, p.y, 0.0), p.quaternion())
+        elif event.kind == "delete":
+            game.delete(body["name"])
+        elif event.kind == "move":
+            p = body["pose"]
+            game.set_state(body["name"], (p.x, p.y, 0.0), p.quaternion())
+        elif event.kind == "conditions":
+            game.set_conditions(body)
+        else:
+            for agent, shift in body.items():
+                game.set_shift(agent, shift)
+
+    def _on_event(self, ros: _Ros, event: str, body: dict[str, Any]) -> None:
+        self.judge.on_event(event, body)
+        if event == "states":
+            ros.see(body)  # where the scripted agents are
+
+    def _task(self, status: dict[str, Any]) -> None:
+        """A judged agent's TaskStatus: to the game (the feed, /sim/task, the log)."""
+        if self._task_client is not None:
+            try:
+                self._task_client.task(status)
+            except Exception as exc:  # noqa: BLE001 -- a game going away; the report has the verdict
+                self._errors.append(f"task status not published: {exc}")
+
+    def _say(self, line: str) -> None:
+        if not self.args.quiet:
+            print(f"scenario: {line}", file=sys.stderr, flush=True)
+
+
+def _stepped(done: Any) -> tuple[int, float]:
+    return done.step, done.time_s
+
+
+class _Ros:
+    """The runner's ROS side: the lockstep watch (barriers and held commands of every agent) and the
+    Ackermann commands of the scripted agents, on a node spun by a thread of its own."""
+
+    def __init__(self, scenario: Scenario):
+        import rclpy
+        from ackermann_msgs.msg import AckermannDriveStamped
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.signals import SignalHandlerOptions
+
+        from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
+        from acres_sim.nodes.lockstep_watch import watch_lockstep
+
+        self._rclpy = rclpy
+        self._msg = AckermannDriveStamped
+        rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+        self.node = rclpy.create_node("scenario_runner")
+        self._agents = agents = [a.name for a in scenario.agents]
+        self.lockstep = watch_lockstep(self.node, agents, True, BARRIER_TIMEOUT_S, 0.05,
+                                       lambda text: self.node.get_logger().warning(text))
+        self._scripted = {}
+        for a in scenario.agents:
+            if a.waypoints:
+                params = VEHICLE_PARAMS[a.vehicle]
+                self._scripted[a.name] = (
+                    WaypointDriver(a.waypoints, a.speed_mps, params.wheelbase_m, params.max_steer_rad),
+                    self.node.create_publisher(AckermannDriveStamped, f"/{a.name}/{ACKERMANN_CMD}",
+                                               10))
+        self._poses: dict[str, tuple[float, float, float]] = {a.name: (a.pose.x, a.pose.y, a.pose.yaw)
+                                                              for a in scenario.agents}
+        self._executor = SingleThreadedExecutor()
+        self._executor.add_node(self.node)
+        self._thread = threading.Thread(target=self._executor.spin, name="scenario-ros", daemon=True)
+        self._thread.start()
+
+    def commanding(self) -> set[str]:
+        """The agents whose command topics something besides this runner publishes on."""
+        out = set()
+        for agent in self._agents:
+            own = 1 if agent in self._scripted else 0
+            if any(self.node.count_publishers(f"/{agent}/{topic}") > (own if topic == ACKERMANN_CMD else 0)
+                   for topic in COMMAND_TOPICS):
+                out.add(agent)
+        return out | set(self._scripted)
+
+    def see(self, states: dict[str, Any]) -> None:
+        from acres_sim.rotations import quaternion_yaw
+
+        for agent in states.get("agents", []):
+            p, q = agent["pose"]["position"], agent["pose"]["orientation"]
+            self._poses[agent["name"]] = (p["x"], p["y"], quaternion_yaw((q["x"], q["y"], q["z"], q["w"])))
+
+    def drive_scripted(self, now: float) -> None:
+        """Each scripted agent's command for world time `now` (stamped with it)."""
+        for name, (driver, publisher) in self._scripted.items():
+            steer, speed = driver.command(*self._poses[name])
+            msg = self._msg()
+            sec = int(now)
+            msg.header.stamp.sec, msg.header.stamp.nanosec = sec, int(round((now - sec) * 1e9))
+            msg.drive.steering_angle, msg.drive.speed = float(steer), float(speed)
+            publisher.publish(msg)
+
+    def close(self) -> None:
+        self._executor.shutdown()
+        self.node.destroy_node()
+        self._rclpy.try_shutdown()
+
+
+def command_line(file: str, stack: str = "", set: str = "", out: str = "", report: str = "", junit: str = "",
+                 log: str = "", until_decided: str | bool = False) -> list[str]:
+    """The run as a command line (scenario.launch.py's arguments: `set` is KEY=VALUE;KEY=VALUE)."""
+    if not file:
+        raise ValueError("file is empty: give the scenario file (file:=scenario.yaml)")
+    args = [sys.executable, "-m", "acres_sim.nodes.scenario_runner", file]
+    for flag, value in (("--stack", stack), ("--out", out), ("--report", report), ("--junit", junit),
+                        ("--log", log)):
+        if value:
+            args += [flag, value]
+    for item in (part.strip() for part in set.split(";")):
+        if item:
+            args += ["--set", item]
+    if str(until_decided).strip().lower() in ("true", "1", "yes", "on"):
+        args.append("--until-decided")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        scenario = load(args.file, args.set)
+    except ScenarioError as exc:
+        print(f"scenario: refused: {exc}", file=sys.stderr)
+        return 2
+    if args.check:
+        print(f"{args.file}: ok: {scenario.name}, {len(scenario.agents)} agents, "
+              f"{len(scenario.objects)} objects, "
+              f"{len(scenario.events)} events, {len(scenario.criteria)} criteria, {scenario.duration_s:g} s "
+              f"{scenario.pace}")
+        return 0
+    run = ScenarioRun(scenario, args)
+    if Path(run.log_path).exists():
+        print(f"scenario: refused: the episode log {run.log_path} exists (a log is never overwritten): "
+              "give another --log or --out", file=sys.stderr)
+        return 2
+    return run.execute()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,237 @@
+"""The criteria a scenario is judged by (ROS-free): each one watches every physics step (the agents'
+states, the step's contacts and farm events, every body as it stands) and is decided, passed or
+failed, with its measured value, its limit and the world time it was decided at.
+
+- no_collision {agent, with: [names] (default: anything)}: value the contacts (limit 0); failed at
+  the first contact, else passed at the end.
+- reach {agent, x, y, radius_m (2), within_s (the duration)}: value the world time it was within
+  radius_m of (x, y) (limit within_s); passed then, else failed at within_s.
+- stop_before {agent, entity, min_distance_m}: value the box-to-box gap while at rest (limit
+  min_distance_m); failed at a contact with the entity, else decided at the end: passed when the
+  agent is at rest and the gap is at least the limit.
+- min_clearance_m {agent, entity, limit}: value the least box-to-box gap; failed when it falls below.
+- max_crop_crushed_m2 {agent, limit}: value the crop its wheels crushed (m2); failed past the limit.
+- max_speed_mps {agent, limit}: value the highest speed (m/s); failed past the limit.
+
+An agent never under command by the scenario's start_timeout_s fails every criterion that names it
+("no command").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from acres_sim.bodies import Solid, clearance
+
+REST_MPS = 0.05  # below this an agent is at rest
+CROP_CRUSHED = 0  # acres_interfaces/FarmEvent.CROP_CRUSHED
+
+
+@dataclass
+class StepView:
+    """What the criteria see of one physics step."""
+
+    t: float  # world time since the scenario started
+    states: dict[str, dict[str, Any]]  # agent -> its AgentState (dict of fields)
+    contacts: list[dict[str, Any]]  # the step's Contact dicts
+    crushed_m2: dict[str, float]  # agent -> crop crushed in the step
+    bodies: dict[str, Solid]  # every entity's body as it stands
+
+    def speed(self, agent: str) -> float:
+        return abs(float(self.states[agent]["twist"]["linear"]["x"]))
+
+    def position(self, agent: str) -> tuple[float, float]:
+        p = self.states[agent]["pose"]["position"]
+        return float(p["x"]), float(p["y"])
+
+
+@dataclass
+class Verdict:
+    passed: bool | None = None  # None: not decided yet
+    value: float | None = None
+    limit: float | None = None
+    decided_at_s: float | None = None
+    detail: str = ""
+
+
+@dataclass
+class Criterion:
+    """One criterion of a scenario: `update` at every step, `finish` at the end."""
+
+    name: str
+    agent: str
+    params: dict[str, Any]
+    verdict: Verdict = field(default_factory=Verdict)
+    duration_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        pass  # each kind sets its limit and its running measure here
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict.passed is not None
+
+    def decide(self, passed: bool, t: float, detail: str) -> None:
+        if not self.decided:
+            self.verdict.passed, self.verdict.decided_at_s, self.verdict.detail = passed, t, detail
+
+    def update(self, view: StepView) -> None:
+        raise NotImplementedError
+
+    def finish(self, t: float) -> None:
+        """The run ended at world time t: every criterion still open is decided."""
+        self.decide(True, t, "held to the end")
+
+    def progress(self, t: float) -> float:
+        """The task's own measure of how far it is, 0..1 (default: the run's time)."""
+        return 1.0 if self.decided else min(1.0, t / self.duration_s) if self.duration_s > 0 else 0.0
+
+
+class NoCollision(Criterion):
+    def __post_init__(self) -> None:
+        self.verdict.value, self.verdict.limit = 0.0, 0.0
+
+    def update(self, view: StepView) -> None:
+        named = self.params.get("with")
+        mine = [c for c in view.contacts
+                if c["agent"] == self.agent and (named is None or c["other"] in named)]
+        # another agent that ran into this one (it stood): a contact of this one too
+        theirs = [c for c in view.contacts
+                  if c["other"] == self.agent and (named is None or c["agent"] in named)
+                  and not any(h["other"] == c["agent"] for h in mine)]
+        hits = mine + theirs
+        if hits:
+            self.verdict.value = float(self.verdict.value or 0.0) + len(hits)
+            c = hits[0]
+            other = c["other"] if c["agent"] == self.agent else c["agent"]
+            p = c["position"]
+            self.decide(False, view.t, f"hit {other} at ({p['x']:.2f}, {p['y']:.2f}) at "
+                                       f"{c['relative_speed_mps']:.2f} m/s")
+
+
+class Reach(Criterion):
+    def __post_init__(self) -> None:
+        self.radius = float(self.params.get("radius_m", 2.0))
+        self.within_s = float(self.params.get("within_s", self.duration_s))
+        self.verdict.limit = self.within_s
+        self.closest = math.inf
+        self.start: float | None = None
+
+    def update(self, view: StepView) -> None:
+        x, y = view.position(self.agent)
+        distance = math.hypot(x - float(self.params["x"]), y - float(self.params["y"]))
+        if self.start is None:
+            self.start = distance
+        self.closest = min(self.closest, distance)
+        if self.decided:
+            return
+        if distance <= self.radius:
+            self.verdict.value = view.t
+            self.decide(True, view.t, f"within {self.radius:g} m at {view.t:.2f} s")
+        elif view.t >= self.within_s:
+            self.decide(False, view.t, f"not there by {self.within_s:g} s (closest {self.closest:.2f} m)")
+
+    def finish(self, t: float) -> None:
+        self.decide(False, t, f"not there by the end (closest {self.closest:.2f} m)")
+
+    def progress(self, t: float) -> float:
+        if self.decided or self.start is None:
+            return 1.0 if self.decided else 0.0
+        left = max(0.0, self.closest - self.radius)
+        span = max(1e-9, self.start - self.radius)
+        return max(0.0, min(1.0, 1.0 - left / span))
+
+
+class StopBefore(Criterion):
+    def __post_init__(self) -> None:
+        self.verdict.limit = float(self.params["min_distance_m"])
+        self.gap: float | None = None
+        self.at_rest = True
+
+    def update(self, view: StepView) -> None:
+        entity = self.params["entity"]
+        if any({c["agent"], c["other"]} == {self.agent, entity} for c in view.contacts):
+            self.verdict.value = 0.0
+            self.decide(False, view.t, f"ran into {entity}")
+        body, other = view.bodies.get(self.agent), view.bodies.get(entity)
+        self.at_rest = view.speed(self.agent) < REST_MPS
+        if body is not None and other is not None:
+            self.gap = clearance(body, other)
+            if self.at_rest and not self.decided:
+                self.verdict.value = self.gap
+
+    def finish(self, t: float) -> None:
+        entity = self.params["entity"]
+        if self.gap is None:
+            self.decide(False, t, f"{entity} was not in the world")
+        elif not self.at_rest:
+            self.decide(False, t, f"still moving at the end, {self.gap:.2f} m from {entity}")
+        else:
+            limit = float(self.verdict.limit or 0.0)
+            self.decide(self.gap >= limit, t, f"at rest {self.gap:.2f} m from {entity}")
+
+
+class MinClearance(Criterion):
+    def __post_init__(self) -> None:
+        self.verdict.limit = float(self.params["limit"])
+
+    def update(self, view: StepView) -> None:
+        body, other = view.bodies.get(self.agent), view.bodies.get(self.params["entity"])
+        if body is None or other is None:
+            return
+        gap = clearance(body, other)
+        self.verdict.value = gap if self.verdict.value is None else min(self.verdict.value, gap)
+        if gap < float(self.verdict.limit or 0.0):
+            self.decide(False, view.t, f"{gap:.2f} m from {self.params['entity']}")
+
+
+class MaxCropCrushed(Criterion):
+    def __post_init__(self) -> None:
+        self.verdict.value, self.verdict.limit = 0.0, float(self.params["limit"])
+
+    def update(self, view: StepView) -> None:
+        self.verdict.value = float(self.verdict.value or 0.0) + view.crushed_m2.get(self.agent, 0.0)
+        if self.verdict.value > float(self.verdict.limit or 0.0):
+            self.decide(False, view.t, f"{self.verdict.value:.3f} m2 of crop crushed")
+
+
+class MaxSpeed(Criterion):
+    def __post_init__(self) -> None:
+        self.verdict.value, self.verdict.limit = 0.0, float(self.params["limit"])
+
+    def update(self, view: StepView) -> None:
+        speed = view.speed(self.agent)
+        self.verdict.value = max(float(self.verdict.value or 0.0), speed)
+        if speed > float(self.verdict.limit or 0.0):
+            self.decide(False, view.t, f"{speed:.2f} m/s")
+
+
+@dataclass(frozen=True)
+class CriterionKind:
+    """A catalogue entry: the parameters (name -> kind: agent, entity, entities, time, length, speed,
+    area, coordinate) and which are required."""
+
+    cls: type[Criterion]
+    params: dict[str, str]
+    required: tuple[str, ...]
+
+
+CATALOGUE = {
+    "no_collision": CriterionKind(NoCollision, {"agent": "agent", "with": "entities"}, ("agent",)),
+    "reach": CriterionKind(Reach, {"agent": "agent", "x": "coordinate", "y": "coordinate",
+                                   "radius_m": "length", "within_s": "time"}, ("agent", "x", "y")),
+    "stop_before": CriterionKind(StopBefore, {"agent": "agent", "entity": "entity",
+                                              "min_distance_m": "length"},
+                                 ("agent", "entity", "min_distance_m")),
+    "min_clearance_m": CriterionKind(MinClearance, {"agent": "agent", "entity": "entity",
+                                                    "limit": "length"}, ("agent", "entity", "limit")),
+    "max_crop_crushed_m2": CriterionKind(MaxCropCrushed, {"agent": "agent", "limit": "area"},
+                                         ("agent", "limit")),
+    "max_speed_mps": CriterionKind(MaxSpeed, {"agent": "agent", "limit": "speed"}, ("agent", "limit")),
+}
+
+
+def make(kind: str, name: str, params: dict[str, Any], duration_s: float) -> Criterion:
+    return CATALOGUE[kind].cls(name=name, agent=str(params["agent"]), params=params, duration_s=duration_s)

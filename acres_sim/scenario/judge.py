@@ -1,0 +1,152 @@
+"""A scenario's run judged from the game's episode events (ROS-free): every step's agent states,
+contacts and farm events, the objects and the agents' bodies as they stand, handed to the criteria;
+each judged agent's task status (acres_interfaces/TaskStatus as a dict) when it changes; the report
+at the end (report.py writes it).
+
+Events arrive in the game's order (episode_feed.py): a step's contacts and farm events before its
+states, so a step is judged when its states arrive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from acres_sim.bodies import Solid, object_body, vehicle_body
+from acres_sim.fake_game.world.farm_objects import kind_of
+from acres_sim.rotations import quaternion_yaw
+from acres_sim.scenario.criteria import CROP_CRUSHED, Criterion, StepView, make
+from acres_sim.scenario.scenario_file import Scenario
+
+# acres_interfaces/TaskStatus states
+RUNNING, SUCCEEDED, FAILED, ABORTED = 0, 1, 2, 3
+
+
+class Judge:
+    """on_task(status) gets each judged agent's TaskStatus dict when its state changes (and at the end)."""
+
+    def __init__(self, scenario: Scenario, start_s: float, on_task: Callable[[dict[str, Any]], None]):
+        self.scenario = scenario
+        self.start_s = start_s  # the world time the scenario's clock starts at (inf: not yet)
+        self._on_task = on_task
+        self.criteria: list[Criterion] = [make(c.kind, c.name, c.params, scenario.duration_s)
+                                          for c in scenario.criteria]
+        self._bodies_of_agents: dict[str, dict[str, float]] = {}  # AgentInfo by name
+        self._objects: dict[str, Solid] = {}
+        self._contacts: list[dict[str, Any]] = []
+        self._crushed: dict[str, float] = {}
+        self._told: dict[str, tuple[int, str]] = {}
+        self.t = 0.0  # the scenario's time of the last step judged
+        self.steps = 0
+
+    # -- the feed ------------------------------------------------------------------------------
+
+    def on_event(self, event: str, body: dict[str, Any]) -> None:
+        if event == "agents":
+            self._bodies_of_agents = {a["name"]: a for a in body.get("agents", [])}
+        elif event == "objects":
+            self._objects = {o["name"]: _object_solid(o) for o in body.get("objects", [])}
+        elif event == "contacts":
+            self._contacts += body.get("contacts", [])
+        elif event == "farm_events":
+            for e in body.get("events", []):
+                if e.get("kind") == CROP_CRUSHED:
+                    self._crushed[e["agent"]] = self._crushed.get(
+                        e["agent"], 0.0) + float(e.get("value", 0.0))
+        elif event == "states":
+            self._step(body)
+
+    def _step(self, message: dict[str, Any]) -> None:
+        stamp = message["header"]["stamp"]
+        t = stamp["sec"] + stamp["nanosec"] * 1e-9 - self.start_s
+        contacts, crushed = self._contacts, self._crushed
+        self._contacts, self._crushed = [], {}
+        if t <= 0.0:  # before the scenario's first step (the start's own states)
+            return
+        states = {a["name"]: a for a in message.get("agents", [])}
+        bodies = dict(self._objects)
+        for name, state in states.items():
+            info = self._bodies_of_agents.get(name)
+            if info is not None and "length_m" in info:
+                bodies[name] = _agent_solid(state, info)
+        view = StepView(t, states, contacts, crushed, bodies)
+        self.t = t
+        self.steps += 1
+        for criterion in self.criteria:
+            if criterion.agent in states:
+                criterion.update(view)
+        self._tell(t)
+
+    # -- the end and the tasks -----------------------------------------------------------------
+
+    def no_command(self, agents: list[str]) -> None:
+        """These agents were never under command by start_timeout_s: their criteria fail."""
+        for criterion in self.criteria:
+            if criterion.agent in agents:
+                criterion.decide(False, self.t, "no command")
+        self._tell(self.t)
+
+    def finish(self) -> None:
+        for criterion in self.criteria:
+            criterion.finish(self.t)
+        self._tell(self.t, final=True)
+
+    def abort(self, reason: str) -> None:
+        """The run ended without a verdict for the criteria still open (error, interrupt)."""
+        for agent in self.scenario.judged_agents:
+            self._publish(agent, ABORTED, self._progress(agent), reason, self.t)
+
+    @property
+    def all_decided(self) -> bool:
+        return all(c.decided for c in self.criteria)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.verdict.passed for c in self.criteria)
+
+    def _state(self, agent: str) -> tuple[int, str]:
+        mine = [c for c in self.criteria if c.agent == agent]
+        failed = [c for c in mine if c.verdict.passed is False]
+        if failed:
+            return FAILED, "; ".join(f"{c.name}: {c.verdict.detail}" for c in failed)
+        if mine and all(c.verdict.passed for c in mine):
+            return SUCCEEDED, ""
+        return RUNNING, ""
+
+    def _progress(self, agent: str) -> float:
+        mine = [c.progress(self.t) for c in self.criteria if c.agent == agent]
+        return sum(mine) / len(mine) if mine else 0.0
+
+    def _tell(self, t: float, final: bool = False) -> None:
+        for agent in self.scenario.judged_agents:
+            state, detail = self._state(agent)
+            if final or self._told.get(agent) != (state, detail):
+                self._told[agent] = (state, detail)
+                self._publish(agent, state, self._progress(agent), detail, t)
+
+    def _publish(self, agent: str, state: int, progress: float, detail: str, t: float) -> None:
+        stamp_ns = round((self.start_s + t) * 1e9)
+        self._on_task({"header": {"stamp": {"sec": stamp_ns // 10**9, "nanosec": stamp_ns % 10**9},
+                                  "frame_id": ""},
+                       "agent": agent, "task": self.scenario.name, "state": state,
+                       "progress": float(max(0.0, min(1.0, progress))), "reward": 0.0,
+                       "cumulative_reward": 0.0, "detail": detail})
+
+
+def _yaw(q: dict[str, float]) -> float:
+    return quaternion_yaw((q["x"], q["y"], q["z"], q["w"]))
+
+
+def _agent_solid(state: dict[str, Any], info: dict[str, Any]) -> Solid:
+    p = state["pose"]["position"]
+    yaw = _yaw(state["pose"]["orientation"])
+    return vehicle_body(state["name"], p["x"], p["y"], yaw, p["z"], info["length_m"], info["width_m"],
+                        info["height_m"], info["rear_overhang_m"])
+
+
+def _object_solid(o: dict[str, Any]) -> Solid:
+    p, size = o["pose"]["position"], o["size_m"]
+    kind = kind_of(o["uri"])
+    shape = "box" if kind is not None and kind.shape == "box" else "cylinder"
+    return object_body(o["name"], shape, (size["x"], size["y"], size["z"]), p["x"], p["y"], p["z"],
+                       _yaw(o["pose"]["orientation"]))

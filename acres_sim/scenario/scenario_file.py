@@ -1,0 +1,535 @@
+"""A scenario file read and checked (ROS-free): YAML in, a Scenario out, or a ScenarioError that names
+the file, the line and the key of the first thing wrong. Every check runs before anything starts:
+the keys and their types, the vehicles and objects the world has, poses on the map and clear of each
+other, conditions and shifts in range, events and criteria naming entities that exist then.
+
+`--set key=value` overrides (apply_overrides) address the YAML by dotted keys: a mapping's key, a list
+item by its `name` (objects) or its index (criteria, events): `conditions.dust=0.5`,
+`objects.bale1.pose.x=4`, `agents.polaris.pose.yaw_deg=90`, `criteria.0.reach.within_s=12`. The
+value is read as YAML (a number, a string, a list); a key the file lacks is added where its parent
+exists.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from acres_sim.bodies import clearance, object_body, vehicle_body
+from acres_sim.channels.control import AGENT_HALF_EXTENT_M, OBJECT_HALF_EXTENT_M, Refusal
+from acres_sim.scenario.criteria import CATALOGUE as CRITERIA
+
+SCHEMA_VERSION = 1
+PACES = ("lockstep", "real_time")
+DEFAULT_START_TIMEOUT_S = 30.0
+DEFAULT_STACK_TIMEOUT_S = 10.0
+EVENT_KINDS = ("spawn", "delete", "move", "conditions", "shifts")
+TOP_KEYS = ("acres_scenario", "name", "seed", "duration_s", "pace", "agents", "objects", "conditions",
+            "shifts", "events", "criteria", "start_timeout_s", "stack_timeout_s", "command_period_s")
+DEFAULT_COMMAND_PERIOD_S = 0.1  # lockstep: the world steps this long between two commands of the stack
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run: `where` is 'FILE:LINE' (or the --set that gave the value), `key`
+    the dotted key."""
+
+    def __init__(self, where: str, key: str, message: str):
+        super().__init__(f"{where}: {key}: {message}" if key else f"{where}: {message}")
+        self.where, self.key, self.reason = where, key, message
+
+
+@dataclass(frozen=True)
+class Pose2D:
+    """base_footprint (an agent) or the middle of the footprint (an object) in the map frame; z is
+    the ground's."""
+
+    x: float
+    y: float
+    yaw_deg: float = 0.0
+
+    @property
+    def yaw(self) -> float:
+        return math.radians(self.yaw_deg)
+
+    def quaternion(self) -> tuple[float, float, float, float]:
+        return (0.0, 0.0, math.sin(0.5 * self.yaw), math.cos(0.5 * self.yaw))
+
+
+@dataclass(frozen=True)
+class AgentEntry:
+    name: str
+    vehicle: str
+    pose: Pose2D
+    waypoints: tuple[tuple[float, float], ...] = ()  # scripted: driven along them by the runner
+    speed_mps: float = 0.0  # the scripted speed
+    task: str = ""  # free text: what the agent is to do
+
+
+@dataclass(frozen=True)
+class ObjectEntry:
+    name: str
+    uri: str
+    pose: Pose2D
+
+
+@dataclass(frozen=True)
+class Event:
+    at_s: float
+    kind: str  # EVENT_KINDS
+    body: dict[str, Any]  # spawn: name, uri, pose; delete: name; move: name, pose; conditions; shifts
+
+
+@dataclass(frozen=True)
+class CriterionEntry:
+    kind: str  # a name of criteria.CATALOGUE
+    params: dict[str, Any]
+    where: str  # FILE:LINE
+
+    @property
+    def agent(self) -> str:
+        return str(self.params["agent"])
+
+    @property
+    def name(self) -> str:
+        """What the report and the JUnit file call it: the kind, the agent and what sets it apart."""
+        extra = [f"{k}={v}" for k, v in self.params.items() if k != "agent"]
+        return f"{self.kind}({self.agent}{', ' if extra else ''}{', '.join(extra)})"
+
+
+@dataclass
+class Scenario:
+    path: str
+    name: str
+    seed: int
+    duration_s: float
+    pace: str
+    agents: list[AgentEntry]
+    objects: list[ObjectEntry] = field(default_factory=list)
+    conditions: dict[str, float] = field(default_factory=dict)
+    shifts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    criteria: list[CriterionEntry] = field(default_factory=list)
+    start_timeout_s: float = DEFAULT_START_TIMEOUT_S
+    stack_timeout_s: float = DEFAULT_STACK_TIMEOUT_S
+    command_period_s: float = DEFAULT_COMMAND_PERIOD_S
+
+    def agent(self, name: str) -> AgentEntry:
+        return next(a for a in self.agents if a.name == name)
+
+    @property
+    def judged_agents(self) -> list[str]:
+        """The agents a criterion names, in the session's order."""
+        named = {c.agent for c in self.criteria}
+        return [a.name for a in self.agents if a.name in named]
+
+
+# -- reading --------------------------------------------------------------------------------------
+
+def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
+    """The scenario of a file, with `--set key=value` overrides applied; ScenarioError otherwise."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(str(path), "", f"cannot read the scenario: {exc.strerror or exc}") from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise ScenarioError(f"{path}{line}", "", f"not YAML: {getattr(exc, 'problem', exc)}") from None
+    if not isinstance(root, yaml.MappingNode):
+        raise ScenarioError(f"{path}:1", "", "a scenario is a mapping of keys (acres_scenario: 1, name: ...)")
+    for override in overrides:
+        apply_override(root, override)
+    return _Reader(str(path)).scenario(root)
+
+
+def apply_override(root: yaml.MappingNode, override: str) -> None:
+    """One `key=value` into the document (see the module's docstring)."""
+    key, sep, value = override.partition("=")
+    where = f"--set {override}"
+    if not sep or not key:
+        raise ScenarioError(where, "", "give it as key=value, e.g. conditions.dust=0.5")
+    try:
+        new = yaml.compose(value, Loader=yaml.SafeLoader) or yaml.ScalarNode("tag:yaml.org,2002:null", "")
+    except yaml.YAMLError as exc:
+        raise ScenarioError(where, key, f"the value is not YAML: {exc}") from None
+    _mark_all(new, where)
+    parts = key.split(".")
+    node: yaml.Node = root
+    for depth_, part in enumerate(parts):
+        last = depth_ == len(parts) - 1
+        if isinstance(node, yaml.MappingNode):
+            found = next((pair for pair in node.value if pair[0].value == part), None)
+            if last:
+                if found is None:
+                    node.value.append((yaml.ScalarNode("tag:yaml.org,2002:str", part), new))
+                else:
+                    node.value[node.value.index(found)] = (found[0], new)
+                return
+            if found is None:
+                raise ScenarioError(where, key, f"the file has no {'.'.join(parts[:depth_ + 1])}")
+            node = found[1]
+        elif isinstance(node, yaml.SequenceNode):
+            index = _item(node, part)
+            if index is None:
+                within = '.'.join(parts[:depth_]) or 'the file'
+                raise ScenarioError(where, key, f"no item {part!r} in {within} "
+                                    "(an index, or an object's name)")
+            if last:
+                node.value[index] = new
+                return
+            node = node.value[index]
+        else:
+            raise ScenarioError(where, key, f"{'.'.join(parts[:depth_])} is a value, not a mapping or list")
+
+
+def _item(node: yaml.SequenceNode, part: str) -> int | None:
+    if part.isdigit():
+        return int(part) if int(part) < len(node.value) else None
+    for i, item in enumerate(node.value):
+        if isinstance(item, yaml.MappingNode):
+            for k, v in item.value:
+                if k.value == "name" and getattr(v, "value", None) == part:
+                    return i
+    return None
+
+
+def _mark_all(node: yaml.Node, where: str) -> None:
+    node.start_mark = yaml.Mark(where, 0, -1, 0, None, None)
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            _mark_all(k, where)
+            _mark_all(v, where)
+    elif isinstance(node, yaml.SequenceNode):
+        for v in node.value:
+            _mark_all(v, where)
+
+
+class _Reader:
+    """Walks the YAML nodes with their lines; every refusal names the key and where it is."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def where(self, node: yaml.Node) -> str:
+        mark = node.start_mark
+        if mark.line < 0:  # a --set value
+            return str(mark.name)
+        return f"{self.path}:{mark.line + 1}"
+
+    def fail(self, node: yaml.Node, key: str, message: str) -> ScenarioError:
+        return ScenarioError(self.where(node), key, message)
+
+    # -- typed values --------------------------------------------------------------------------
+
+    def mapping(self, node: yaml.Node, key: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()
+                ) -> dict[str, yaml.Node]:
+        if not isinstance(node, yaml.MappingNode):
+            raise self.fail(node, key, f"must be a mapping of {', '.join(allowed)}")
+        out: dict[str, yaml.Node] = {}
+        for k, v in node.value:
+            name = k.value if isinstance(k, yaml.ScalarNode) else None
+            full = f"{key}.{name}" if key else str(name)
+            if name not in allowed:
+                raise self.fail(k, full, f"unknown key (known here: {', '.join(allowed)})")
+            if name in out:
+                raise self.fail(k, full, "given twice")
+            out[name] = v
+        for name in required:
+            if name not in out:
+                raise self.fail(node, f"{key}.{name}" if key else name, "missing (required)")
+        return out
+
+    def number(self, node: yaml.Node, key: str, low: float = -math.inf, high: float = math.inf) -> float:
+        value = self.scalar(node, key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise self.fail(node, key, f"must be a finite number, got {node.value!r}")
+        if not low <= value <= high:
+            raise self.fail(node, key, f"{value:g} is out of range [{low:g}, {high:g}]")
+        return float(value)
+
+    def integer(self, node: yaml.Node, key: str) -> int:
+        value = self.scalar(node, key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(node, key, f"must be an integer, got {node.value!r}")
+        return value
+
+    def text(self, node: yaml.Node, key: str) -> str:
+        value = self.scalar(node, key)
+        if not isinstance(value, str) or not value:
+            raise self.fail(node, key, f"must be a non-empty string, got {getattr(node, 'value', node)!r}")
+        return value
+
+    def scalar(self, node: yaml.Node, key: str) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            raise self.fail(node, key, "must be a single value")
+        return yaml.safe_load(yaml.serialize(node))
+
+    def sequence(self, node: yaml.Node, key: str) -> list[yaml.Node]:
+        if not isinstance(node, yaml.SequenceNode):
+            raise self.fail(node, key, "must be a list")
+        return list(node.value)
+
+    def pose(self, node: yaml.Node, key: str, half_extent_m: float) -> Pose2D:
+        fields = self.mapping(node, key, ("x", "y", "yaw_deg"), ("x", "y"))
+        x = self.number(fields["x"], f"{key}.x", -half_extent_m, half_extent_m)
+        y = self.number(fields["y"], f"{key}.y", -half_extent_m, half_extent_m)
+        yaw = self.number(fields["yaw_deg"], f"{key}.yaw_deg", -360.0, 360.0) if "yaw_deg" in fields else 0.0
+        return Pose2D(x, y, yaw)
+
+    # -- the document --------------------------------------------------------------------------
+
+    def scenario(self, root: yaml.MappingNode) -> Scenario:
+        top = self.mapping(root, "", TOP_KEYS, ("acres_scenario", "name", "duration_s", "agents"))
+        version = self.integer(top["acres_scenario"], "acres_scenario")
+        if version != SCHEMA_VERSION:
+            raise self.fail(top["acres_scenario"], "acres_scenario",
+                            f"schema version {version}; this version of acres_sim reads {SCHEMA_VERSION}")
+        pace = self.text(top["pace"], "pace") if "pace" in top else "lockstep"
+        if pace not in PACES:
+            raise self.fail(top["pace"], "pace", f"{pace!r} is not one of {', '.join(PACES)}")
+        scenario = Scenario(
+            path=self.path, name=self.text(top["name"], "name"),
+            seed=self.integer(top["seed"], "seed") if "seed" in top else 42,
+            duration_s=self.number(top["duration_s"], "duration_s", 0.01, 86400.0), pace=pace,
+            agents=self.agents(top["agents"]),
+            start_timeout_s=(self.number(top["start_timeout_s"], "start_timeout_s", 0.1, 3600.0)
+                             if "start_timeout_s" in top else DEFAULT_START_TIMEOUT_S),
+            stack_timeout_s=(self.number(top["stack_timeout_s"], "stack_timeout_s", 0.1, 3600.0)
+                             if "stack_timeout_s" in top else DEFAULT_STACK_TIMEOUT_S),
+            command_period_s=(self.number(top["command_period_s"], "command_period_s", 1.0 / 120.0, 10.0)
+                              if "command_period_s" in top else DEFAULT_COMMAND_PERIOD_S))
+        names = {a.name for a in scenario.agents}
+        if "objects" in top:
+            scenario.objects = self.objects(top["objects"], names)
+        if "conditions" in top:
+            scenario.conditions = self.conditions(top["conditions"], "conditions")
+        if "shifts" in top:
+            scenario.shifts = self.shifts(top["shifts"], "shifts", names)
+        if "events" in top:
+            scenario.events = self.events(top["events"], scenario)
+        if "criteria" in top:
+            scenario.criteria = self.criteria(top["criteria"], scenario)
+        self.clear_of_each_other(scenario, top)
+        return scenario
+
+    def agents(self, node: yaml.Node) -> list[AgentEntry]:
+        from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
+
+        if not isinstance(node, yaml.MappingNode) or not node.value:
+            raise self.fail(node, "agents",
+                            "must map each agent's name to {vehicle: ..., pose: {x: ..., y: ...}}")
+        out = []
+        for k, v in node.value:
+            name = k.value
+            key = f"agents.{name}"
+            if not isinstance(name, str) or not name.isidentifier():
+                raise self.fail(k, key, "an agent's name is a letter, then letters, digits or '_'")
+            fields = self.mapping(v, key, ("vehicle", "pose", "waypoints",
+                                  "speed_mps", "task"), ("vehicle", "pose"))
+            vehicle = self.text(fields["vehicle"], f"{key}.vehicle")
+            if vehicle not in VEHICLE_PARAMS:
+                raise self.fail(fields["vehicle"], f"{key}.vehicle",
+                                f"no vehicle {vehicle!r}: the world has {', '.join(VEHICLE_PARAMS)}")
+            waypoints: tuple[tuple[float, float], ...] = ()
+            if "waypoints" in fields:
+                points = []
+                for i, item in enumerate(self.sequence(fields["waypoints"], f"{key}.waypoints")):
+                    pair = self.sequence(item, f"{key}.waypoints.{i}")
+                    if len(pair) != 2:
+                        raise self.fail(item, f"{key}.waypoints.{i}", "a waypoint is [x, y]")
+                    points.append((self.number(pair[0], f"{key}.waypoints.{i}", -AGENT_HALF_EXTENT_M,
+                                               AGENT_HALF_EXTENT_M),
+                                   self.number(pair[1], f"{key}.waypoints.{i}", -AGENT_HALF_EXTENT_M,
+                                               AGENT_HALF_EXTENT_M)))
+                if not points:
+                    raise self.fail(fields["waypoints"], f"{key}.waypoints", "give at least one [x, y]")
+                waypoints = tuple(points)
+            speed = 0.0
+            if "speed_mps" in fields:
+                speed = self.number(fields["speed_mps"], f"{key}.speed_mps", 0.0,
+                                    VEHICLE_PARAMS[vehicle].max_speed_mps)
+            if waypoints and speed <= 0.0:
+                raise self.fail(v, f"{key}.speed_mps", "a scripted agent (waypoints) needs a speed above 0")
+            task = self.text(fields["task"], f"{key}.task") if "task" in fields else ""
+            pose = self.pose(fields["pose"], f"{key}.pose", AGENT_HALF_EXTENT_M)
+            out.append(AgentEntry(name, vehicle, pose, waypoints, speed, task))
+        return out
+
+    def object(self, node: yaml.Node, key: str, taken: set[str]) -> ObjectEntry:
+        from acres_sim.fake_game.world.farm_objects import URI_PREFIX, KINDS, kind_of
+
+        fields = self.mapping(node, key, ("name", "uri", "pose"), ("name", "uri", "pose"))
+        name = self.text(fields["name"], f"{key}.name")
+        if not name.isidentifier():
+            raise self.fail(fields["name"], f"{key}.name",
+                            "an entity's name is a letter, then letters, digits or '_'")
+        if name in taken:
+            raise self.fail(fields["name"], f"{key}.name", f"the name {name!r} is taken")
+        uri = self.text(fields["uri"], f"{key}.uri")
+        if kind_of(uri) is None:
+            raise self.fail(fields["uri"], f"{key}.uri",
+                            f"no object {uri!r}: the catalogue has "
+                            f"{', '.join(URI_PREFIX + k for k in KINDS)}")
+        return ObjectEntry(name, uri, self.pose(fields["pose"], f"{key}.pose", OBJECT_HALF_EXTENT_M))
+
+    def objects(self, node: yaml.Node, agents: set[str]) -> list[ObjectEntry]:
+        out: list[ObjectEntry] = []
+        for i, item in enumerate(self.sequence(node, "objects")):
+            out.append(self.object(item, f"objects.{i}", agents | {o.name for o in out}))
+        return out
+
+    def conditions(self, node: yaml.Node, key: str) -> dict[str, float]:
+        from acres_sim.fake_game.world.conditions import CLEAR_DAY, RANGES, InvalidConditions
+
+        fields = self.mapping(node, key, tuple(RANGES))
+        values = {name: self.number(v, f"{key}.{name}") for name, v in fields.items()}
+        try:
+            CLEAR_DAY.changed(values)
+        except InvalidConditions as exc:
+            raise self.fail(node, key, str(exc)) from None
+        return values
+
+    def shifts(self, node: yaml.Node, key: str, agents: set[str]) -> dict[str, dict[str, Any]]:
+        from acres_sim.fake_game.simulation.shifts import VehicleShift
+
+        if not isinstance(node, yaml.MappingNode):
+            raise self.fail(node, key, "must map agents to their shift")
+        out = {}
+        for k, v in node.value:
+            agent = k.value
+            if agent not in agents:
+                raise self.fail(k, f"{key}.{agent}",
+                                f"no agent {agent!r} (the agents: {', '.join(sorted(agents))})")
+            values = yaml.safe_load(yaml.serialize(v))
+            if not isinstance(values, dict):
+                raise self.fail(v, f"{key}.{agent}", "must be a mapping of the shift's fields")
+            # {z: 1.0} for a vector: the fields not given are 0
+            values = {f: ([float(vec.get(c, 0.0)) for c in "xyz"] if isinstance(vec, dict) else vec)
+                      for f, vec in values.items()}
+            try:
+                VehicleShift.of(values)
+            except (ValueError, TypeError, Refusal) as exc:
+                raise self.fail(v, f"{key}.{agent}", str(exc)) from None
+            out[agent] = values
+        return out
+
+    def events(self, node: yaml.Node, scenario: Scenario) -> list[Event]:
+        out: list[Event] = []
+        agents = {a.name for a in scenario.agents}
+        present = {o.name for o in scenario.objects}
+        last_at = 0.0
+        for i, item in enumerate(self.sequence(node, "events")):
+            key = f"events.{i}"
+            fields = self.mapping(item, key, ("at_s", *EVENT_KINDS), ("at_s",))
+            at_s = self.number(fields["at_s"], f"{key}.at_s", 0.0, scenario.duration_s)
+            if at_s < last_at:
+                raise self.fail(fields["at_s"], f"{key}.at_s",
+                                f"events are in time order ({at_s:g} after {last_at:g})")
+            last_at = at_s
+            kinds = [k for k in EVENT_KINDS if k in fields]
+            if len(kinds) != 1:
+                raise self.fail(item, key, f"give one of {', '.join(EVENT_KINDS)} besides at_s")
+            kind = kinds[0]
+            value, vkey = fields[kind], f"{key}.{kind}"
+            if kind == "spawn":
+                placed = self.object(value, vkey, agents | present)
+                present.add(placed.name)
+                body: dict[str, Any] = {"name": placed.name, "uri": placed.uri, "pose": placed.pose}
+            elif kind in ("delete", "move"):
+                if kind == "delete":
+                    name = self.text(value, vkey)
+                    pose = None
+                else:
+                    mv = self.mapping(value, vkey, ("name", "pose"), ("name", "pose"))
+                    name = self.text(mv["name"], f"{vkey}.name")
+                    pose = self.pose(mv["pose"], f"{vkey}.pose", OBJECT_HALF_EXTENT_M)
+                if name not in present:
+                    raise self.fail(value, vkey, f"no object {name!r} at {at_s:g} s "
+                                    f"(the objects then: {', '.join(sorted(present)) or 'none'})")
+                if kind == "delete":
+                    present.discard(name)
+                body = {"name": name} if pose is None else {"name": name, "pose": pose}
+            elif kind == "conditions":
+                body = self.conditions(value, vkey)
+            else:
+                body = self.shifts(value, vkey, agents)
+            out.append(Event(at_s, kind, body))
+        return out
+
+    def criteria(self, node: yaml.Node, scenario: Scenario) -> list[CriterionEntry]:
+        agents = {a.name for a in scenario.agents}
+        entities = agents | {o.name for o in scenario.objects} | {
+            e.body["name"] for e in scenario.events if e.kind == "spawn"}
+        out = []
+        for i, item in enumerate(self.sequence(node, "criteria")):
+            key = f"criteria.{i}"
+            if not isinstance(item, yaml.MappingNode) or len(item.value) != 1:
+                raise self.fail(item, key,
+                                f"a criterion is one of {', '.join(CRITERIA)}: {{agent: ..., ...}}")
+            kind_node, params_node = item.value[0]
+            kind = kind_node.value
+            if kind not in CRITERIA:
+                raise self.fail(kind_node, f"{key}.{kind}", f"no criterion {kind!r}: the catalogue has "
+                                f"{', '.join(CRITERIA)}")
+            spec = CRITERIA[kind]
+            ckey = f"{key}.{kind}"
+            fields = self.mapping(params_node, ckey, tuple(spec.params), tuple(spec.required))
+            params: dict[str, Any] = {}
+            for name, value in fields.items():
+                kind_of_param = spec.params[name]
+                pkey = f"{ckey}.{name}"
+                if kind_of_param == "agent":
+                    params[name] = self.text(value, pkey)
+                    if params[name] not in agents:
+                        raise self.fail(value, pkey, f"no agent {params[name]!r} "
+                                        f"(the agents: {', '.join(sorted(agents))})")
+                elif kind_of_param == "entity":
+                    params[name] = self.text(value, pkey)
+                    if params[name] not in entities:
+                        raise self.fail(value, pkey, f"no entity {params[name]!r} in the scenario "
+                                        f"(the entities: {', '.join(sorted(entities))})")
+                elif kind_of_param == "entities":
+                    names = [self.text(v, f"{pkey}.{j}") for j, v in enumerate(self.sequence(value, pkey))]
+                    unknown = [n for n in names if n not in entities]
+                    if unknown:
+                        raise self.fail(value, pkey, f"no entity {', '.join(unknown)} in the scenario "
+                                        f"(the entities: {', '.join(sorted(entities))})")
+                    params[name] = names
+                elif kind_of_param == "time":
+                    params[name] = self.number(value, pkey, 0.0, scenario.duration_s)
+                else:  # "length", "speed", "area", "coordinate": a number >= 0 (coordinates any)
+                    low = -OBJECT_HALF_EXTENT_M if kind_of_param == "coordinate" else 0.0
+                    params[name] = self.number(value, pkey, low)
+            out.append(CriterionEntry(kind, params, self.where(kind_node)))
+        return out
+
+    def clear_of_each_other(self, scenario: Scenario, top: dict[str, yaml.Node]) -> None:
+        """No agent's start overlaps an object or another agent (the game would refuse it)."""
+        from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
+        from acres_sim.fake_game.world.farm_objects import kind_of
+
+        bodies = []
+        for a in scenario.agents:
+            p = VEHICLE_PARAMS[a.vehicle]
+            bodies.append((f"agents.{a.name}.pose", vehicle_body(a.name, a.pose.x, a.pose.y, a.pose.yaw, 0.0,
+                                                                 p.length_m, p.width_m, p.height_m,
+                                                                 p.rear_overhang_m)))
+        for i, o in enumerate(scenario.objects):
+            kind = kind_of(o.uri)
+            assert kind is not None
+            shape = "box" if kind.shape == "box" else "cylinder"
+            bodies.append((f"objects.{i}.pose",
+                           object_body(o.name, shape, kind.size_m, o.pose.x, o.pose.y, 0.0, o.pose.yaw)))
+        poses = {k.value: v for k, v in top["agents"].value}
+        for i, agent in enumerate(scenario.agents):
+            for j in range(i + 1, len(bodies)):
+                if clearance(bodies[i][1], bodies[j][1]) <= 0.0:
+                    raise self.fail(poses[agent.name], bodies[i][0], f"{agent.name} starts overlapping "
+                                    f"{bodies[j][1].name}: place it clear")
