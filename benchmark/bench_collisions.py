@@ -41,8 +41,8 @@ class Loop:
 
 def _agents(scene) -> list[SimpleNamespace]:
     return [SimpleNamespace(name=v, params=VEHICLE_PARAMS[v], driving=None,
-                            simulator=AgentSimulator(vehicle_hello(v, agent=v), noise=False, start_offset_m=40.0 * i,
-                                                     scene=scene))
+                            simulator=AgentSimulator(vehicle_hello(v, agent=v), noise=False,
+                                                     start_offset_m=40.0 * i, scene=scene))
             for i, v in enumerate(VEHICLES)]
 
 
@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"collisions per physics step, two agents (median of {args.steps} steps):")
     for objects in (0, 1, 10, 100):
         us = per_step_us(objects, args.steps, pushing=False)
-        print(f"  {objects:>3} objects, nothing in the way: {us:8.1f} us per step ({us / len(VEHICLES):.1f} per agent)")
+        print(f"  {objects:>3} objects, nothing in the way: {us:8.1f} us per step "
+              f"({us / len(VEHICLES):.1f} per agent)")
     for objects in (1, 100):
         us = per_step_us(objects, args.steps, pushing=True)
         print(f"  {objects:>3} objects, the Polaris pushing against one: {us:8.1f} us per step")

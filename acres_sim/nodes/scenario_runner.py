@@ -137,11 +137,10 @@ class ScenarioRun:
             status = "passed" if self.judge.passed else "failed"
         except RunEnded as exc:
             status, reason = exc.status, str(exc)
-        except (SessionFailed, OSError) as exc:
+        except SessionFailed as exc:
             status, reason = "error", str(exc)
         except Exception as exc:  # noqa: BLE001 -- a refused request, a lockstep failure: the report says it
-            dead = session.dead()
-            status, reason = "error", dead or f"{type(exc).__name__}: {exc}"
+            status, reason = "error", self._why(session) or f"{type(exc).__name__}: {exc}"
         finally:
             if status in ("error", "interrupted"):
                 self.judge.abort(reason)
@@ -285,6 +284,16 @@ class ScenarioRun:
             return self.world_time_s
         self.world_time_s = float(game.request({"op": "status"})["time_s"])
         return self.world_time_s
+
+    @staticmethod
+    def _why(session: Any) -> str:
+        """A process of the session that ended (its socket may close a moment before it is reaped)."""
+        deadline = time.monotonic() + 2.0
+        while True:
+            dead = session.dead()
+            if dead or time.monotonic() > deadline:
+                return dead
+            time.sleep(0.05)
 
     def _check(self, session: Any) -> None:
         if self.interrupted.is_set():

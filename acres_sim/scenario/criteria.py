@@ -184,7 +184,7 @@ class MinClearance(Criterion):
         gap = clearance(body, other)
         self.verdict.value = gap if self.verdict.value is None else min(self.verdict.value, gap)
         if gap < float(self.verdict.limit or 0.0):
-            self.decide(False, view.t, f"{gap:.2f} m from {self.params['entity']}")
+            self.decide(False, view.t, f"{gap:.3f} m from {self.params['entity']}")
 
 
 class MaxCropCrushed(Criterion):

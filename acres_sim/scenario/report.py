@@ -70,8 +70,8 @@ def summary(result: dict[str, Any]) -> str:
              f"{result['steps']} steps, {result['wall_time_s']:.1f} s wall"]
     for c in result["criteria"]:
         mark = {True: "pass", False: "FAIL", None: "----"}[c["passed"]]
-        value = "-" if c["value"] is None else f"{c['value']:.3g}"
-        limit = "-" if c["limit"] is None else f"{c['limit']:.3g}"
+        value = "-" if c["value"] is None else f"{c['value']:.4g}"
+        limit = "-" if c["limit"] is None else f"{c['limit']:.4g}"
         when = "" if c["decided_at_s"] is None else f" at {c['decided_at_s']:.2f} s"
         lines.append(f"  [{mark}] {c['name']}: {value} (limit {limit}){when} {c['detail']}")
     for kind, path in result["files"].items():

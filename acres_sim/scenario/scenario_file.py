@@ -389,11 +389,13 @@ class _Reader:
         from acres_sim.fake_game.world.conditions import CLEAR_DAY, RANGES, InvalidConditions
 
         fields = self.mapping(node, key, tuple(RANGES))
-        values = {name: self.number(v, f"{key}.{name}") for name, v in fields.items()}
-        try:
-            CLEAR_DAY.changed(values)
-        except InvalidConditions as exc:
-            raise self.fail(node, key, str(exc)) from None
+        values = {}
+        for name, value in fields.items():
+            values[name] = self.number(value, f"{key}.{name}")
+            try:
+                CLEAR_DAY.changed({name: values[name]})
+            except InvalidConditions as exc:
+                raise self.fail(value, f"{key}.{name}", str(exc)) from None
         return values
 
     def shifts(self, node: yaml.Node, key: str, agents: set[str]) -> dict[str, dict[str, Any]]:

@@ -34,8 +34,11 @@ ALLOWED = (
                                      "acres_sim.episode")),
     ("acres_sim.fake_game", ("acres_sim.fake_game", "acres_sim.stream", "acres_sim.episode")),
     ("acres_sim.viewer", ("acres_sim.convert", "acres_sim.stream", "acres_sim.middleware")),
+    # a scenario is checked against the fake world's vehicles, catalogue and ranges
+    ("acres_sim.scenario", ("acres_sim.fake_game", "acres_sim.episode", "acres_sim.stream")),
     ("acres_sim.nodes", ("acres_sim.stream", "acres_sim.convert", "acres_sim.middleware", "acres_sim.game",
-                         "acres_sim.drive", "acres_sim.control", "acres_sim.fake_game", "acres_sim.episode")),
+                         "acres_sim.drive", "acres_sim.control", "acres_sim.fake_game", "acres_sim.episode",
+                         "acres_sim.scenario")),
     ("acres_sim", ()),  # the leaves themselves and __init__
     ("harness", ("acres_sim",)),
     ("benchmark", ("acres_sim", "harness")),
@@ -43,7 +46,7 @@ ALLOWED = (
 )
 ROS_FREE = ("acres_sim.net", "acres_sim.channels", "acres_sim.stream", "acres_sim.control",
             "acres_sim.convert", "acres_sim.game", "acres_sim.drive", "acres_sim.fake_game",
-            "acres_sim.episode")
+            "acres_sim.episode", "acres_sim.scenario")
 
 
 def _module_name(path: Path) -> str:
