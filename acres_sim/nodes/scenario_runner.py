@@ -100,13 +100,15 @@ class ScenarioRun:
         self.world_time_s = 0.0
         self._task_client: Any = None
         self._errors: list[str] = []
+        self._started = time.monotonic()
+        self.timings: dict[str, float | None] = {"first_step_wall_s": None, "first_command_wall_s": None}
 
     # -- the run -------------------------------------------------------------------------------
 
     def execute(self) -> int:
         from acres_sim.nodes.scenario_session import RunSession, SessionFailed
 
-        started = time.monotonic()
+        started = self._started = time.monotonic()
         env = dict(os.environ)
         if self.args.domain is not None:
             env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = str(self.args.domain)
@@ -159,7 +161,7 @@ class ScenarioRun:
         files = {"report": self.report_path, "log": self.log_path, "run directory": str(self.run_dir)}
         if self.args.junit:
             files["junit"] = str(Path(self.args.junit).resolve())
-        result = reports.report(self.judge, status, reason, time.monotonic() - started, files)
+        result = reports.report(self.judge, status, reason, time.monotonic() - started, files, self.timings)
         reports.write_json(self.report_path, result)
         if self.args.junit:
             reports.write_junit(self.args.junit, result)
@@ -224,6 +226,7 @@ class ScenarioRun:
             self.judge.start_s = self.world_time_s
         else:
             self.judge.start_s = self.world_time_s
+        self.timings["first_step_wall_s"] = time.monotonic() - self._started
         start = self.world_time_s
         events = list(s.events)
         ros.drive_scripted(start)
@@ -241,6 +244,7 @@ class ScenarioRun:
             time.sleep(0.02)
         if self.judge.all_decided:
             return
+        self.timings["first_command_wall_s"] = time.monotonic() - self._started
         last_said = time.monotonic()
         while True:
             self._check(session)

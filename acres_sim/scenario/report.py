@@ -19,8 +19,10 @@ def _number(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def report(judge: Judge, status: str, reason: str, wall_s: float, files: dict[str, str]) -> dict[str, Any]:
-    """status: passed, failed, error or interrupted; reason: why an error or interrupt ended it."""
+def report(judge: Judge, status: str, reason: str, wall_s: float, files: dict[str, str],
+           timings: dict[str, float | None] | None = None) -> dict[str, Any]:
+    """status: passed, failed, error or interrupted; reason: why an error or interrupt ended it;
+    timings: wall times since the run started (first_step_wall_s, first_command_wall_s)."""
     s = judge.scenario
     return {
         "scenario": s.name, "file": s.path, "seed": s.seed, "pace": s.pace, "status": status,
@@ -30,7 +32,7 @@ def report(judge: Judge, status: str, reason: str, wall_s: float, files: dict[st
                       "passed": c.verdict.passed, "value": _number(c.verdict.value),
                       "limit": _number(c.verdict.limit), "decided_at_s": c.verdict.decided_at_s,
                       "detail": c.verdict.detail} for c in judge.criteria],
-        "files": files,
+        "files": files, **(timings or {}),
     }
 
 
