@@ -123,3 +123,12 @@ def test_the_launch_files_command_line_is_the_runners():
                         "--until-decided"]
     with pytest.raises(ValueError, match="file is empty"):
         command_line(file="")
+
+
+def test_the_readmes_example_scenario_is_a_valid_file(tmp_path):
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("## Testing your stack: scenarios"):]
+    example = section[section.index("```yaml\n") + len("```yaml\n"):section.index("```\n\n|")]
+    s = load(_write(tmp_path, example))
+    assert [a.name for a in s.agents] == ["polaris", "maxxum"] and s.agent("maxxum").waypoints
+    assert len(s.criteria) == 6 and [e.kind for e in s.events] == ["conditions", "spawn"]
