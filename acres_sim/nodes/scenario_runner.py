@@ -51,6 +51,7 @@ COMMAND_TOPICS = (ACKERMANN_CMD, CMD_VEL, STEERING_CMD, THROTTLE_CMD, BRAKE_CMD,
 
 READY_TIMEOUT_S = 120.0  # the session's processes up and matched
 BARRIER_TIMEOUT_S = 30.0
+PARKING_M = 5000.0  # where the agents wait while the world is put together (off the map)
 DISCOVERY_SETTLE_S = 1.0  # a new participant's endpoints are matched well within this on one host
 PROGRESS_EVERY_S = 2.0
 
@@ -184,6 +185,10 @@ class ScenarioRun:
             game.set_conditions(s.conditions)
         for agent, shift in s.shifts.items():
             game.set_shift(agent, shift)
+        # Every agent out of the way first (an object may stand where an agent's route starts, an
+        # agent where another's does), then the objects, then each agent at its start.
+        for index, a in enumerate(s.agents):
+            game.set_state(a.name, (PARKING_M, PARKING_M + 10.0 * index, 0.0), (0.0, 0.0, 0.0, 1.0))
         for o in s.objects:
             game.spawn(o.name, o.uri, (o.pose.x, o.pose.y, 0.0), o.pose.quaternion())
         for a in s.agents:

@@ -114,7 +114,7 @@ class RunSession:
                 "--ports", ",".join("0" for _ in agents), "--vehicle-ports", ",".join("0" for _ in agents),
                 "--vehicles", ",".join(a.vehicle for a in s.agents), "--agents", ",".join(agents),
                 "--seed", str(s.seed), "--stepping-token", self.token,
-                *(["--lockstep"] if lockstep else []), *self.game_args]
+                "--lockstep", *self.game_args]  # held until the runner steps it or plays it (real time)
         self.game = self._start("fake_game", game)
         ports = [int(self.game.wait_line(rf"^ACRES_SENSOR_STREAM_LISTENING agent={a} port=(\d+)$",
                                          timeout_s).group(1)) for a in agents]

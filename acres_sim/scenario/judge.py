@@ -9,6 +9,7 @@ states, so a step is judged when its states arrive.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -125,7 +126,8 @@ class Judge:
                 self._publish(agent, state, self._progress(agent), detail, t)
 
     def _publish(self, agent: str, state: int, progress: float, detail: str, t: float) -> None:
-        stamp_ns = round((self.start_s + t) * 1e9)
+        # the game stamps it again with the world time it is at; this one is for other readers
+        stamp_ns = round(((self.start_s if math.isfinite(self.start_s) else 0.0) + t) * 1e9)
         self._on_task({"header": {"stamp": {"sec": stamp_ns // 10**9, "nanosec": stamp_ns % 10**9},
                                   "frame_id": ""},
                        "agent": agent, "task": self.scenario.name, "state": state,

@@ -188,6 +188,19 @@ def test_each_shipped_scenario_passes_with_one_driver_and_fails_with_another(
     assert bad.exit_code == 1 and any(c["passed"] is False for c in bad.criteria), bad.output
 
 
+def test_in_real_time_the_world_plays_through_the_duration_and_is_judged_the_same_way(tmp_path):
+    started = time.monotonic()
+    result = _run(BALE, tmp_path / "run", 77, "--agent", "polaris", "--speed", "3",
+                  "--period-s", str(1 / 120), sets=("pace=real_time",))
+    wall = time.monotonic() - started
+    print(result.output)
+    assert result.report["pace"] == "real_time"
+    assert result.report["world_time_s"] == pytest.approx(12.0, abs=0.1)
+    assert wall > 12.0  # the world took its time
+    crash = _by_name(result)["no_collision"]
+    assert result.exit_code == 1 and crash["detail"].startswith("hit bale1 at (3.85, -28.00)")
+
+
 def test_a_refused_file_raises_with_its_key_before_anything_starts(tmp_path):
     with pytest.raises(ScenarioRefused, match="objects.0.uri"):
         run_scenario(BALE, sets=("objects.0.uri=barn",), out=tmp_path, env=_env(), timeout_s=60.0)
