@@ -28,6 +28,9 @@ Measurements (names for --only):
             first client's connect to its first 1 s of frames at full rate
   episode   fake_game with two agents in lockstep on its control channel: simulating, recording the
             episode log, replaying it, in turns: CPU per physics step, steps/s, log bytes per minute
+  scenario  what a scenario adds to a lockstep step (collisions of two agents among 0, 1, 10, 100
+            objects, a vehicle pushing against one; the judge's six criteria) and the wall time from
+            `scenario FILE` to its first step (benchmark.bench_scenario)
   remote    a reliable and a best-effort subscriber on a second host (a network namespace joined
             by a 1 Gbit/s veth; needs root) beside the same pair on the bridge's host: the share
             of the local subscriber's messages each gets, and latencies, with the remote host's
@@ -57,13 +60,14 @@ from benchmark.measure import (
 )
 from benchmark.measure_control import AGENT_SETS, measure_sim_control
 from benchmark.measure_driving import measure_acting_learner, measure_command_latency
+from benchmark.bench_scenario import measure_scenario
 from benchmark.measure_episode import measure_episode
 from benchmark.report import machine, print_report
 from benchmark.verdicts import verdicts
 from harness.workload import polaris_period
 
 MEASUREMENTS = ("raw", "ingest", "convert", "polaris", "agents4", "lockstep", "simcontrol", "driving",
-                "fakegame", "episode", "remote")
+                "fakegame", "episode", "scenario", "remote")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                         for n in (1, 2)}},
                  "fakegame": lambda: measure_fake_game(args.seconds),
                  "episode": lambda: measure_episode(tmp, args.lockstep_requests),
+                 "scenario": measure_scenario,
                  "remote": lambda: measure_remote_both(args.seconds, tmp)}
         for name in MEASUREMENTS:
             if name in only and name in steps:

@@ -142,6 +142,20 @@ def run_start(tmp: str) -> dict:
     return json.loads((Path(tmp) / "report.json").read_text())
 
 
+def measure_scenario(steps: int = 1200) -> dict:
+    """make bench's figures: collisions and the judge per step, and a run's start."""
+    import tempfile
+
+    out: dict = {"collisions_us": {str(n): per_step_us(n, steps, pushing=False) for n in (0, 1, 10, 100)},
+                 "pushing_us": {str(n): per_step_us(n, steps, pushing=True) for n in (1, 100)},
+                 "judge_us": {str(n): judge_us(n, steps) for n in (1, 10, 100)}}
+    with tempfile.TemporaryDirectory(prefix="acres_bench_scenario_") as tmp:
+        report = run_start(tmp)
+    out.update(first_step_wall_s=report["first_step_wall_s"], run_wall_s=report["wall_time_s"],
+               first_command_wall_s=report["first_command_wall_s"], agents=len(VEHICLES))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m benchmark.bench_scenario")
     parser.add_argument("--steps", type=int, default=1200)

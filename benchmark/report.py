@@ -106,6 +106,18 @@ def print_report(r: dict[str, Any]) -> None:
                       f"(median of the rounds' differences); the log grows "
                       f"{e['bytes_per_simulated_minute'] / 2**20:.2f} MiB per simulated minute "
                       f"({e['bytes_per_step']:.0f} bytes per step)")
+    if "scenario" in r:
+        sc = r["scenario"]
+        t = Table(title=f"A scenario's cost per physics step ({sc['agents']} agents; us)")
+        for col in ("objects", "collisions", "a vehicle pushing", "the judge (6 criteria)"):
+            t.add_column(col, justify="right")
+        for n in ("0", "1", "10", "100"):
+            t.add_row(n, f"{sc['collisions_us'][n]:.1f}" if n in sc["collisions_us"] else "",
+                      f"{sc['pushing_us'][n]:.1f}" if n in sc["pushing_us"] else "",
+                      f"{sc['judge_us'][n]:.1f}" if n in sc["judge_us"] else "")
+        console.print(t)
+        console.print(f"scenario FILE -> first step {sc['first_step_wall_s']:.2f} s, first commanded step "
+                      f"{sc['first_command_wall_s']:.2f} s, the whole 12 s run {sc['run_wall_s']:.1f} s")
     if "fakegame" in r:
         g = r["fakegame"]
         facts.add_row("fake_game full rendering CPU", f"{g['cpu_pct']:.0f} % of a core")
