@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +24,7 @@ pytest.importorskip("ackermann_msgs", reason="ackermann_msgs is not installed")
 pytest.importorskip("acres_interfaces.msg", reason="acres_interfaces is not built (see the README)")
 
 from acres_sim.episode.log_file import EpisodeLogError, iter_log_messages, read_episode  # noqa: E402
+from acres_sim.game.control_client import ControlClient, ControlRefused  # noqa: E402
 from acres_sim.scenario.api import ScenarioRefused, run_scenario  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,6 +144,17 @@ def _wait_going(path: Path, proc: subprocess.Popen) -> None:
 def test_ctrl_c_ends_the_run_with_130_an_interrupted_report_and_a_complete_log(tmp_path):
     proc = _runner(tmp_path, 65)
     _wait_going(tmp_path / "run" / "episode.mcap", proc)
+    # while the run lasts, nobody else steps, resets, pauses or plays its world
+    game_log = (tmp_path / "run" / "fake_game.log").read_text()
+    port = re.search(r"ACRES_SIM_CONTROL_LISTENING port=(\d+)", game_log)
+    assert port is not None
+    other = ControlClient(int(port.group(1)), timeout_s=10.0)
+    for request in ({"op": "step", "steps": 1}, {"op": "reset", "scope": "all"}, {"op": "play"}):
+        with pytest.raises(ControlRefused) as locked:
+            other.request(request)
+        assert locked.value.code == "locked" and "a scenario run steps this world" in str(locked.value)
+    assert other.entities() == ["polaris", "bale1"]  # reading it is fine
+    other.close()
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=120)
     report = json.loads((tmp_path / "run" / "report.json").read_text())
