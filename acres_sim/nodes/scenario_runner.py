@@ -35,7 +35,8 @@ from typing import Any
 
 from acres_sim.scenario import report as reports
 from acres_sim.scenario.judge import Judge
-from acres_sim.scenario.scenario_file import Event, Scenario, ScenarioError, load
+from acres_sim.scenario.model import Event, Scenario
+from acres_sim.scenario.scenario_file import ScenarioError, load
 from acres_sim.scenario.scripted import WaypointDriver
 from acres_sim.stream.timing import PHYSICS_HZ
 from acres_sim.topics import (

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from acres_sim.nodes.launch_plan import plan_launch
-from acres_sim.scenario.scenario_file import Scenario
+from acres_sim.scenario.model import Scenario
 
 STOP_WAIT_S = 10.0
 

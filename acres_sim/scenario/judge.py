@@ -17,7 +17,7 @@ from acres_sim.bodies import Solid, object_body, vehicle_body
 from acres_sim.fake_game.world.farm_objects import kind_of
 from acres_sim.rotations import quaternion_yaw
 from acres_sim.scenario.criteria import CROP_CRUSHED, Criterion, StepView, make
-from acres_sim.scenario.scenario_file import Scenario
+from acres_sim.scenario.model import Scenario
 
 # acres_interfaces/TaskStatus states
 RUNNING, SUCCEEDED, FAILED, ABORTED = 0, 1, 2, 3

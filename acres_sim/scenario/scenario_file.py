@@ -3,17 +3,13 @@ the file, the line and the key of the first thing wrong. Every check runs before
 the keys and their types, the vehicles and objects the world has, poses on the map and clear of each
 other, conditions and shifts in range, events and criteria naming entities that exist then.
 
-`--set key=value` overrides (apply_overrides) address the YAML by dotted keys: a mapping's key, a list
-item by its `name` (objects) or its index (criteria, events): `conditions.dust=0.5`,
-`objects.bale1.pose.x=4`, `agents.polaris.pose.yaw_deg=90`, `criteria.0.reach.within_s=12`. The
-value is read as YAML (a number, a string, a list); a key the file lacks is added where its parent
-exists.
+`--set key=value` overrides (overrides.py) are applied to the YAML before the checks, so an
+override is checked like the file.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,109 +18,25 @@ import yaml
 from acres_sim.bodies import clearance, object_body, vehicle_body
 from acres_sim.channels.control import AGENT_HALF_EXTENT_M, OBJECT_HALF_EXTENT_M, Refusal
 from acres_sim.scenario.criteria import CATALOGUE as CRITERIA
+from acres_sim.scenario.errors import ScenarioError
+from acres_sim.scenario.model import (
+    DEFAULT_COMMAND_PERIOD_S,
+    DEFAULT_STACK_TIMEOUT_S,
+    DEFAULT_START_TIMEOUT_S,
+    AgentEntry,
+    CriterionEntry,
+    Event,
+    ObjectEntry,
+    Pose2D,
+    Scenario,
+)
+from acres_sim.scenario.overrides import apply_override
 
 SCHEMA_VERSION = 1
 PACES = ("lockstep", "real_time")
-DEFAULT_START_TIMEOUT_S = 30.0
-DEFAULT_STACK_TIMEOUT_S = 10.0
 EVENT_KINDS = ("spawn", "delete", "move", "conditions", "shifts")
 TOP_KEYS = ("acres_scenario", "name", "seed", "duration_s", "pace", "agents", "objects", "conditions",
             "shifts", "events", "criteria", "start_timeout_s", "stack_timeout_s", "command_period_s")
-DEFAULT_COMMAND_PERIOD_S = 0.1  # lockstep: the world steps this long between two commands of the stack
-
-
-class ScenarioError(ValueError):
-    """A scenario that cannot run: `where` is 'FILE:LINE' (or the --set that gave the value), `key`
-    the dotted key."""
-
-    def __init__(self, where: str, key: str, message: str):
-        super().__init__(f"{where}: {key}: {message}" if key else f"{where}: {message}")
-        self.where, self.key, self.reason = where, key, message
-
-
-@dataclass(frozen=True)
-class Pose2D:
-    """base_footprint (an agent) or the middle of the footprint (an object) in the map frame; z is
-    the ground's."""
-
-    x: float
-    y: float
-    yaw_deg: float = 0.0
-
-    @property
-    def yaw(self) -> float:
-        return math.radians(self.yaw_deg)
-
-    def quaternion(self) -> tuple[float, float, float, float]:
-        return (0.0, 0.0, math.sin(0.5 * self.yaw), math.cos(0.5 * self.yaw))
-
-
-@dataclass(frozen=True)
-class AgentEntry:
-    name: str
-    vehicle: str
-    pose: Pose2D
-    waypoints: tuple[tuple[float, float], ...] = ()  # scripted: driven along them by the runner
-    speed_mps: float = 0.0  # the scripted speed
-    task: str = ""  # free text: what the agent is to do
-
-
-@dataclass(frozen=True)
-class ObjectEntry:
-    name: str
-    uri: str
-    pose: Pose2D
-
-
-@dataclass(frozen=True)
-class Event:
-    at_s: float
-    kind: str  # EVENT_KINDS
-    body: dict[str, Any]  # spawn: name, uri, pose; delete: name; move: name, pose; conditions; shifts
-
-
-@dataclass(frozen=True)
-class CriterionEntry:
-    kind: str  # a name of criteria.CATALOGUE
-    params: dict[str, Any]
-    where: str  # FILE:LINE
-
-    @property
-    def agent(self) -> str:
-        return str(self.params["agent"])
-
-    @property
-    def name(self) -> str:
-        """What the report and the JUnit file call it: the kind, the agent and what sets it apart."""
-        extra = [f"{k}={v}" for k, v in self.params.items() if k != "agent"]
-        return f"{self.kind}({self.agent}{', ' if extra else ''}{', '.join(extra)})"
-
-
-@dataclass
-class Scenario:
-    path: str
-    name: str
-    seed: int
-    duration_s: float
-    pace: str
-    agents: list[AgentEntry]
-    objects: list[ObjectEntry] = field(default_factory=list)
-    conditions: dict[str, float] = field(default_factory=dict)
-    shifts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
-    criteria: list[CriterionEntry] = field(default_factory=list)
-    start_timeout_s: float = DEFAULT_START_TIMEOUT_S
-    stack_timeout_s: float = DEFAULT_STACK_TIMEOUT_S
-    command_period_s: float = DEFAULT_COMMAND_PERIOD_S
-
-    def agent(self, name: str) -> AgentEntry:
-        return next(a for a in self.agents if a.name == name)
-
-    @property
-    def judged_agents(self) -> list[str]:
-        """The agents a criterion names, in the session's order."""
-        named = {c.agent for c in self.criteria}
-        return [a.name for a in self.agents if a.name in named]
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -145,70 +57,8 @@ def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scena
     if not isinstance(root, yaml.MappingNode):
         raise ScenarioError(f"{path}:1", "", "a scenario is a mapping of keys (acres_scenario: 1, name: ...)")
     for override in overrides:
-        apply_override(root, override)
+        apply_override(root, override)  # ScenarioError naming the --set
     return _Reader(str(path)).scenario(root)
-
-
-def apply_override(root: yaml.MappingNode, override: str) -> None:
-    """One `key=value` into the document (see the module's docstring)."""
-    key, sep, value = override.partition("=")
-    where = f"--set {override}"
-    if not sep or not key:
-        raise ScenarioError(where, "", "give it as key=value, e.g. conditions.dust=0.5")
-    try:
-        new = yaml.compose(value, Loader=yaml.SafeLoader) or yaml.ScalarNode("tag:yaml.org,2002:null", "")
-    except yaml.YAMLError as exc:
-        raise ScenarioError(where, key, f"the value is not YAML: {exc}") from None
-    _mark_all(new, where)
-    parts = key.split(".")
-    node: yaml.Node = root
-    for depth_, part in enumerate(parts):
-        last = depth_ == len(parts) - 1
-        if isinstance(node, yaml.MappingNode):
-            found = next((pair for pair in node.value if pair[0].value == part), None)
-            if last:
-                if found is None:
-                    node.value.append((yaml.ScalarNode("tag:yaml.org,2002:str", part), new))
-                else:
-                    node.value[node.value.index(found)] = (found[0], new)
-                return
-            if found is None:
-                raise ScenarioError(where, key, f"the file has no {'.'.join(parts[:depth_ + 1])}")
-            node = found[1]
-        elif isinstance(node, yaml.SequenceNode):
-            index = _item(node, part)
-            if index is None:
-                within = '.'.join(parts[:depth_]) or 'the file'
-                raise ScenarioError(where, key, f"no item {part!r} in {within} "
-                                    "(an index, or an object's name)")
-            if last:
-                node.value[index] = new
-                return
-            node = node.value[index]
-        else:
-            raise ScenarioError(where, key, f"{'.'.join(parts[:depth_])} is a value, not a mapping or list")
-
-
-def _item(node: yaml.SequenceNode, part: str) -> int | None:
-    if part.isdigit():
-        return int(part) if int(part) < len(node.value) else None
-    for i, item in enumerate(node.value):
-        if isinstance(item, yaml.MappingNode):
-            for k, v in item.value:
-                if k.value == "name" and getattr(v, "value", None) == part:
-                    return i
-    return None
-
-
-def _mark_all(node: yaml.Node, where: str) -> None:
-    node.start_mark = yaml.Mark(where, 0, -1, 0, None, None)
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            _mark_all(k, where)
-            _mark_all(v, where)
-    elif isinstance(node, yaml.SequenceNode):
-        for v in node.value:
-            _mark_all(v, where)
 
 
 class _Reader:
