@@ -146,17 +146,18 @@ class ScenarioRun:
         except Exception as exc:  # noqa: BLE001 -- a refused request, a lockstep failure: the report says it
             status, reason = "error", self._why(session) or f"{type(exc).__name__}: {exc}"
         finally:
+            # Each step of the end on its own: whatever fails, the session's processes are stopped.
             if status in ("error", "interrupted"):
-                self.judge.abort(reason)
+                self._end_step("the tasks' last status", lambda: self.judge.abort(reason))
             if game is not None:
                 try:
                     game.record_stop()
                 except Exception as exc:  # noqa: BLE001 -- a dead game: its log ends at its last chunk
                     reason = reason or f"the episode log could not be finished: {exc}"
             if feed is not None:
-                feed.stop()
+                self._end_step("the episode feed", feed.stop)
             if ros is not None:
-                ros.close()
+                self._end_step("the ROS node", ros.close)
             session.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -294,6 +295,13 @@ class ScenarioRun:
             return self.world_time_s
         self.world_time_s = float(game.request({"op": "status"})["time_s"])
         return self.world_time_s
+
+    @staticmethod
+    def _end_step(what: str, step: Any) -> None:
+        try:
+            step()
+        except Exception as exc:  # noqa: BLE001 -- the end goes on; the line says what did not end well
+            print(f"scenario: ending {what} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
 
     @staticmethod
     def _why(session: Any) -> str:

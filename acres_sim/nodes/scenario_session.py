@@ -7,6 +7,7 @@ and is stopped with SIGINT, then SIGKILL.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import secrets
@@ -22,6 +23,7 @@ from acres_sim.nodes.launch_plan import plan_launch
 from acres_sim.scenario.model import Scenario
 
 STOP_WAIT_S = 10.0
+PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 class SessionFailed(RuntimeError):
@@ -39,7 +41,7 @@ class Child:
         self._log = open(log_dir / f"{name}.log", "w", encoding="utf-8")  # noqa: SIM115 -- closed in stop()
         self.proc = subprocess.Popen(args if not shell else args[0], env=dict(env), shell=shell,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_end_with_the_runner)
         self._reader = threading.Thread(target=self._read, name=f"{name}-output", daemon=True)
         self._reader.start()
 
@@ -136,8 +138,10 @@ class RunSession:
         self._start("sim_control", _node("sim_control", "", plan.sim_control.parameters()))
 
     def start_stack(self, command: str) -> None:
-        """The user's stack, a shell command line, in the run's environment (its ROS domain)."""
-        self.stack = self._start("stack", [command], shell=True)
+        """The user's stack, a shell command line, in the run's environment (its ROS domain). A simple
+        command replaces the shell (exec), so that it is the process that ends with the runner."""
+        simple = not any(mark in command for mark in (";", "&", "|", "\n", "(", "`", "$("))
+        self.stack = self._start("stack", [f"exec {command}" if simple else command], shell=True)
 
     def dead(self) -> str:
         """'' while every process runs, else which ended (the stack's end is not a session's death)."""
@@ -158,6 +162,16 @@ class RunSession:
         child = Child(name, args, self.env, self.run_dir, shell)
         self.children.append(child)
         return child
+
+
+def _end_with_the_runner() -> None:
+    """(in the child, before exec) SIGTERM when the runner's thread that started it dies: a runner
+    killed with SIGKILL leaves no session behind (Linux; elsewhere nothing)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
 
 
 def _node(executable: str, namespace: str, parameters: Mapping[str, object]) -> list[str]:

@@ -183,6 +183,21 @@ def test_a_game_that_dies_ends_the_run_with_exit_2_and_a_report_that_says_so(tmp
     assert {"/sim/agent_states", "/clock", "/sim/task"} <= topics
 
 
+def test_a_runner_killed_outright_leaves_no_process_of_its_session_behind(tmp_path):
+    proc = _runner(tmp_path, 76, "--set", "seed=4343")
+    _wait_going(tmp_path / "run" / "episode.mcap", proc)
+    proc.kill()  # SIGKILL: nothing of the runner's own ending runs
+    proc.wait(10)
+    deadline = time.monotonic() + 20.0
+    while True:
+        left = subprocess.run(["pgrep", "-f", "acres_sim.fake_game .*--seed 4343"], capture_output=True,
+                              text=True)
+        if not left.stdout.strip() or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert not left.stdout.strip(), "the game outlived its runner"
+
+
 SHIPPED = [  # scenario, the domain, a driver that passes it, one that fails it
     ("person_at_dusk", 67, ["--speed", "3", "--stop-after-m", "9"], ["--speed", "3"]),
     ("shifted_lidar", 69, ["--speed", "3", "--stop-after-m", "18"], ["--speed", "0.5"]),
