@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -45,10 +46,14 @@ class VehicleClient:
     def __init__(self, port: int, *, on_info: Callable[[VehicleInfo], None],
                  on_report: Callable[[VehicleReport], None], on_barrier: Callable[[int, float], None],
                  on_held: Callable[[float | None], None] = lambda stamp_s: None,
+                 on_answer: Callable[[], None] = lambda: None,
                  host: str = "127.0.0.1", reconnect_min_s: float = 0.5, reconnect_max_s: float = 5.0,
                  logger: logging.Logger | None = None):
         self._on_info, self._on_report, self._on_barrier = on_info, on_report, on_barrier
         self._on_held = on_held
+        self._on_answer = on_answer  # after each answer to a command (held, or a refusal)
+        self._count_lock = threading.Lock()
+        self._sent = self._answered = 0  # commands on this connection, and the game's answers to them
         self._log = logger if logger is not None else _LOG
         self._faults = LogLimiter()
         self._link = ReconnectLoop(host, port, self._serve, name=f"vehicle-client-{port}",
@@ -75,7 +80,16 @@ class VehicleClient:
     def send(self, command: VehicleCommand) -> bool:
         """Forward a command; False when there is no connection (the command is not kept)."""
         line = json.dumps(command_message(command)).encode() + b"\n"
-        return self._link.sendall(line)
+        with self._count_lock:
+            sent = self._link.sendall(line)
+            self._sent += int(sent)
+        return sent
+
+    @property
+    def all_answered(self) -> bool:
+        """The game answered every command sent on this connection: it holds the latest."""
+        with self._count_lock:
+            return self._answered >= self._sent
 
     # -- reader thread ----------------------------------------------------------------------------
 
@@ -84,6 +98,8 @@ class VehicleClient:
             self._log.warning(f"Vehicle Bridge {self._link.address} not reachable ({reason}); trying again")
 
     def _serve(self, sock: socket.socket) -> None:
+        with self._count_lock:
+            self._sent = self._answered = 0  # a new connection: nothing sent on it yet
         self._link.backoff.reset()
         self._log.info(f"Vehicle Bridge connected to {self._link.address}")
         self._read(sock)
@@ -113,16 +129,23 @@ class VehicleClient:
             elif kind == "held":
                 stamp = doc.get("stamp_s")
                 self._on_held(None if stamp is None else number(doc, "stamp_s"))
+                self._answered_one()
             elif kind == "hello":
                 info = parse_info(doc)
                 self.time.physics_hz = float(info.physics_hz)
                 self._on_info(info)
             elif kind == "error":
                 self._bad("refused", f"the Vehicle Bridge refused a command: {doc.get('error')}")
+                self._answered_one()
             else:
                 raise VehicleProtocolError(f"unknown message type {kind!r}")
         except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
             self._bad(type(exc).__name__, f"Vehicle Bridge line not used: {exc}")
+
+    def _answered_one(self) -> None:
+        with self._count_lock:
+            self._answered += 1
+        self._on_answer()
 
     def _bad(self, key: str, message: str) -> None:
         silenced = self._faults.allow(key)

@@ -57,6 +57,7 @@ except ImportError as exc:
 
 COMMAND_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 REPORT_QOS = COMMAND_QOS
+AHEAD_LIMIT_S = 60.0  # a command stamped further ahead of the vehicle's reports is not waited for
 DEFERRED_INPUTS = 64  # inputs kept during one lockstep request (the oldest go first beyond this)
 LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -75,7 +76,8 @@ class VehicleBridge(RunnableNode):
         # its barrier, as if they had come after it, so that the run does not depend on when they came.
         self._quiet_step: int | None = None
         self._stepping = False
-        self._deferred: deque[tuple[str, Any]] = deque(maxlen=DEFERRED_INPUTS)
+        self._deferred: deque[tuple[str, Any, float | None]] = deque(maxlen=DEFERRED_INPUTS)
+        self._pending_barrier: int | None = None  # a barrier waiting for the game to hold our commands
         self._stopping = threading.Event()
         self.driver: VehicleDriver | None = None
         self.info: VehicleInfo | None = None
@@ -121,6 +123,7 @@ class VehicleBridge(RunnableNode):
         self._publish_held_locked(force=True)  # nothing under command yet (no lock: no thread runs)
         self.client = VehicleClient(config.vehicle_port, on_info=self._on_info, on_report=self._on_report,
                                     on_barrier=self._on_barrier, on_held=self._on_held,
+                                    on_answer=self._publish_barrier_when_held,
                                     reconnect_min_s=config.reconnect_min_s,
                                     reconnect_max_s=config.reconnect_max_s,
                                     logger=RosLogging(self.get_logger()))
@@ -193,8 +196,29 @@ class VehicleBridge(RunnableNode):
             self._quiet_step, self._stepping = step, False
             deferred = list(self._deferred)
             self._deferred.clear()
-        for what, call in deferred:
-            self._apply(what, call)
+        for what, call, stamp_s in deferred:
+            self._apply(what, call, stamp_s)
+        with self._lock:
+            self._pending_barrier = step
+        self._publish_barrier_when_held()
+
+    def _ahead_locked(self, stamp_s: float | None) -> bool:
+        """A stamp later than the last report's world time, by less than AHEAD_LIMIT_S (a stamp
+        further ahead is not world time: a clock of another kind, taken as it comes)."""
+        report = self.driver.report if self.driver is not None else None
+        if stamp_s is None or report is None:
+            return False
+        return report.time_s + 1e-9 < stamp_s <= report.time_s + AHEAD_LIMIT_S
+
+    def _publish_barrier_when_held(self) -> None:
+        """(the client's thread) The pending barrier, once the game answered every command sent so far:
+        the next step request then finds the game holding the last of them (a step request races
+        the command line otherwise, and a lockstep run would depend on which came first)."""
+        with self._lock:
+            step = self._pending_barrier
+            if step is None or not self.client.all_answered:
+                return
+            self._pending_barrier = None
 
         def still_waiting(topics: list[str], waited_s: float) -> None:
             self.get_logger().warning(f"vehicle barrier {step} waits {waited_s:.0f} s for acknowledgements "
@@ -236,16 +260,18 @@ class VehicleBridge(RunnableNode):
 
     # -- ROS inputs (executor) -------------------------------------------------------------------
 
-    def _apply(self, what: str, call: Any) -> None:
-        """Run one driver input; forward at once; refusals are logged, never raised."""
+    def _apply(self, what: str, call: Any, stamp_s: float | None = None) -> None:
+        """Run one driver input; forward at once; refusals are logged, never raised. In lockstep an
+        input that comes during a step request, or stamped for a world time the reports have not
+        reached yet (the world is ahead of them: a request is under way), acts after its barrier."""
         try:
             with self._lock:
                 driver = self.driver
                 if driver is None:
                     raise Ignored(f"{what} ignored: the Vehicle Bridge has not described the vehicle yet "
                                   f"(is 127.0.0.1:{self.config.vehicle_port} up?)")
-                if self.config.lockstep and self._stepping:
-                    self._deferred.append((what, call))  # acts after this request's barrier
+                if self.config.lockstep and (self._stepping or self._ahead_locked(stamp_s)):
+                    self._deferred.append((what, call, stamp_s))  # acts after this request's barrier
                     return
                 call(driver)
                 self._forward_locked()
@@ -285,29 +311,34 @@ class VehicleBridge(RunnableNode):
         self._apply(topics.VEHICLE_ENABLE if enable else topics.VEHICLE_DISABLE, call)
 
     def _on_steering(self, msg: Any) -> None:
+        stamp_s = _stamp(msg.header.stamp)
         self._apply(topics.STEERING_CMD, lambda d: d.steering_cmd(
-            _stamp(msg.header.stamp), msg.cmd_type, msg.cmd, msg.cmd_rate, msg.enable))
+            stamp_s, msg.cmd_type, msg.cmd, msg.cmd_rate, msg.enable), stamp_s)
 
     def _on_throttle(self, msg: Any) -> None:
+        stamp_s = _stamp(msg.header.stamp)
         self._apply(topics.THROTTLE_CMD, lambda d: d.throttle_cmd(
-            _stamp(msg.header.stamp), msg.cmd_type, msg.cmd, msg.enable))
+            stamp_s, msg.cmd_type, msg.cmd, msg.enable), stamp_s)
 
     def _on_brake(self, msg: Any) -> None:
+        stamp_s = _stamp(msg.header.stamp)
         self._apply(topics.BRAKE_CMD, lambda d: d.brake_cmd(
-            _stamp(msg.header.stamp), msg.cmd_type, msg.cmd, msg.enable))
+            stamp_s, msg.cmd_type, msg.cmd, msg.enable), stamp_s)
 
     def _on_gear(self, msg: Any) -> None:
-        self._apply(topics.GEAR_CMD, lambda d: d.gear_cmd(_stamp(msg.header.stamp), msg.cmd.value))
+        stamp_s = _stamp(msg.header.stamp)
+        self._apply(topics.GEAR_CMD, lambda d: d.gear_cmd(stamp_s, msg.cmd.value), stamp_s)
 
     def _on_ackermann(self, msg: AckermannDriveStamped) -> None:
         drive = msg.drive
+        stamp_s = _stamp(msg.header.stamp)
         self._apply(topics.ACKERMANN_CMD, lambda d: d.ackermann_cmd(
-            _stamp(msg.header.stamp), drive.steering_angle, drive.steering_angle_velocity, drive.speed,
-            drive.acceleration))
+            stamp_s, drive.steering_angle, drive.steering_angle_velocity, drive.speed, drive.acceleration),
+            stamp_s)
 
     def _on_twist(self, twist: Twist, stamp: Any) -> None:
-        self._apply(topics.CMD_VEL, lambda d: d.twist_cmd(
-            None if stamp is None else _stamp(stamp), twist.linear.x, twist.angular.z))
+        stamp_s = None if stamp is None else _stamp(stamp)
+        self._apply(topics.CMD_VEL, lambda d: d.twist_cmd(stamp_s, twist.linear.x, twist.angular.z), stamp_s)
 
     # -- reports ---------------------------------------------------------------------------------
 
