@@ -53,7 +53,7 @@ COMMAND_TOPICS = (ACKERMANN_CMD, CMD_VEL, STEERING_CMD, THROTTLE_CMD, BRAKE_CMD,
 READY_TIMEOUT_S = 120.0  # the session's processes up and matched
 BARRIER_TIMEOUT_S = 30.0
 PARKING_M = 5000.0  # where the agents wait while the world is put together (off the map)
-DISCOVERY_SETTLE_S = 1.0  # a new participant's endpoints are matched well within this on one host
+DISCOVERY_SETTLE_S = 2.0  # a new participant's endpoints are matched within this on one host
 PROGRESS_EVERY_S = 2.0
 
 

@@ -40,7 +40,7 @@ def main() -> int:
     args = p.parse_args()
     rclpy.init()
     node = rclpy.create_node(f"stack_driver_{args.agent}")
-    publisher = node.create_publisher(AckermannDriveStamped, f"/{args.agent}/vehicle/ackermann_cmd", 10)
+    publisher: list = []  # created once it listens: the runner takes a publisher for "the stack is up"
     draw = random.Random(7)
     first: dict[str, float] = {}  # the world time and place of the first states seen
 
@@ -66,10 +66,11 @@ def main() -> int:
         cmd = AckermannDriveStamped()
         cmd.header.stamp = msg.header.stamp
         cmd.drive.speed = speed
-        publisher.publish(cmd)
+        publisher[0].publish(cmd)
 
     node.create_subscription(AgentStates, "/sim/agent_states", on_states,
                              QoSProfile(depth=120, reliability=ReliabilityPolicy.RELIABLE))
+    publisher.append(node.create_publisher(AckermannDriveStamped, f"/{args.agent}/vehicle/ackermann_cmd", 10))
     try:
         rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
