@@ -265,6 +265,7 @@ class ScenarioRun:
             if lockstep:
                 late = ros.lockstep.held.wait(now, s.stack_timeout_s)
                 if late:
+                    self._check(session)  # a process that died is why nothing came, if one did
                     raise RunEnded("error", f"no command stamped for world time {now:.3f} s from "
                                             f"{', '.join(late)} within {s.stack_timeout_s:g} s "
                                             "(stack_timeout_s): the run ends rather than step on a stale "
@@ -277,6 +278,7 @@ class ScenarioRun:
                 stale = [a for a, stamp in ros.lockstep.held.stamps().items()
                          if stamp < now - s.stack_timeout_s]
                 if stale:
+                    self._check(session)
                     raise RunEnded("error", f"no command from {', '.join(stale)} for {s.stack_timeout_s:g} s "
                                             "of world time (stack_timeout_s)")
                 time.sleep(0.01)
@@ -319,6 +321,8 @@ class ScenarioRun:
         dead = session.dead()
         if dead:
             raise RunEnded("error", dead)
+        if not session.game_alive:  # its socket may close a moment before it is reaped
+            raise RunEnded("error", self._why(session) or "fake_game ended")
 
     def _apply(self, game: Any, event: Event) -> None:
         body = event.body
