@@ -143,10 +143,6 @@ class RunSession:
         simple = not any(mark in command for mark in (";", "&", "|", "\n", "(", "`", "$("))
         self.stack = self._start("stack", [f"exec {command}" if simple else command], shell=True)
 
-    @property
-    def game_alive(self) -> bool:
-        return self.game is None or self.game.alive
-
     def dead(self) -> str:
         """'' while every process runs, else which ended (the stack's end is not a session's death)."""
         for child in self.children:
