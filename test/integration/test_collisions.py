@@ -63,7 +63,7 @@ def test_a_driven_vehicle_stops_at_a_bale_backs_away_and_a_replay_repeats_the_co
     client.send(VehicleCommand(stamp_s=1.0, throttle=0.5, brake=0.0, gear="drive"))
     time.sleep(0.2)  # the bridge holds it before the step (in lockstep nothing else moves)
     step(control, recorder, 480)  # 4 s: the bale is 4.65 m ahead, reached after about 2.8 s
-
+    events.wait(lambda e: e.of("states") and e.of("states")[-1]["step"] >= 600)  # the feed has caught up
     x = control.get_state("polaris").position[0]
     print(f"\nfront of the Polaris at {x + FRONT_M:.4f} m, the bale's side at {bale_x - BALE_RADIUS_M:.4f} m")
     assert x + FRONT_M == pytest.approx(bale_x - BALE_RADIUS_M, abs=0.01)  # at the bale, not in it
@@ -117,7 +117,9 @@ def test_two_placed_vehicles_moving_into_each_other_both_stop_and_each_reports_t
         control.set_state("polaris", (-10.0, -28.0, 0.0), EAST, linear_velocity=(2.0, 0.0, 0.0))
         maxxum_x = -10.0 + FRONT_M + 10.0 + (maxxum.length_m - maxxum.rear_overhang_m)
         control.set_state("maxxum", (maxxum_x, -28.0, 0.0), WEST, linear_velocity=(-2.0, 0.0, 0.0))
-        control.step(480)
+        reached = control.step(480).step
+        # the feed is read on its own thread: wait for the step's states (its contacts come before)
+        events.wait(lambda e: e.of("states") and e.of("states")[-1]["step"] >= reached)
         polaris_x = control.get_state("polaris").position[0]
         maxxum_now = control.get_state("maxxum").position[0]
         gap = (maxxum_now - (maxxum.length_m - maxxum.rear_overhang_m)) - (polaris_x + FRONT_M)
