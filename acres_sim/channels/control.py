@@ -29,6 +29,9 @@ episode log.
     {"op": "task", "status": {TaskStatus fields}}  -> {"ok": true}: a test's or a learner's view of
         an agent's task, stamped with the world time the world is at, on the watch feed (event
         "task") and in the episode log
+    {"op": "republish"}  -> {"ok": true, "step": S}: the latest step's agent states out again on every
+        watch feed (not logged again), for a subscriber that joined after they went out (a scenario
+        run repeats them until its stack answers the start)
     With a stepping token (fake_game --stepping-token: a scenario run owns the stepping), step,
     reset, pause, play and the replay's start and stop carry "token": T or are refused (locked).
     {"op": "watch"}  -> {"ok": true}, then this connection carries events, one object per line:
@@ -54,7 +57,7 @@ RESET_SCOPES = ("time", "state", "all", "spawned")
 
 OPS = ("step", "pause", "play", "status", "reset", "entities", "spawnables", "spawn", "delete",
        "set_shift", "set_conditions", "get_state", "set_state", "record_start", "record_stop",
-       "replay_start", "replay_stop", "episode_status", "task", "watch")
+       "replay_start", "replay_stop", "episode_status", "task", "republish", "watch")
 STEPPING_OPS = ("step", "pause", "play", "reset", "replay_start", "replay_stop")  # the token's
 EVENTS = ("episode", "agents", "objects", "shifts", "conditions", "farm_events", "farm_stamps", "contacts",
           "task", "states", "recording", "replay")

@@ -54,6 +54,7 @@ READY_TIMEOUT_S = 120.0  # the session's processes up and matched
 BARRIER_TIMEOUT_S = 30.0
 PARKING_M = 5000.0  # where the agents wait while the world is put together (off the map)
 DISCOVERY_SETTLE_S = 2.0  # a new participant's endpoints are matched within this on one host
+REPUBLISH_EVERY_S = 0.5  # the start's states again while the stack has not answered them
 PROGRESS_EVERY_S = 2.0
 
 
@@ -240,8 +241,14 @@ class ScenarioRun:
         # The start: every judged agent under command, or start_timeout_s gone by.
         if not lockstep:
             game.play()
+        republished = time.monotonic()
         while not judged <= ros.lockstep.held.commanded():
             self._check(session)
+            if lockstep and time.monotonic() - republished > REPUBLISH_EVERY_S:
+                # A stack whose subscription was matched after the start's states went out (a loaded
+                # machine discovers slowly) gets them again; a stack that heard them answers once more.
+                game.request({"op": "republish"})
+                republished = time.monotonic()
             if time.monotonic() - waited > s.start_timeout_s:
                 silent = sorted(judged - ros.lockstep.held.commanded())
                 self.judge.no_command(silent)

@@ -39,6 +39,7 @@ class Judge:
         self._told: dict[str, tuple[int, str]] = {}
         self.t = 0.0  # the scenario's time of the last step judged
         self.steps = 0
+        self._last_step = -1  # the world step of the last states judged
 
     # -- the feed ------------------------------------------------------------------------------
 
@@ -58,6 +59,11 @@ class Judge:
             self._step(body)
 
     def _step(self, message: dict[str, Any]) -> None:
+        step = message.get("step")
+        if isinstance(step, int):
+            if step <= self._last_step:  # states repeated for a late subscriber: judged once
+                return
+            self._last_step = step
         stamp = message["header"]["stamp"]
         t = stamp["sec"] + stamp["nanosec"] * 1e-9 - self.start_s
         contacts, crushed = self._contacts, self._crushed

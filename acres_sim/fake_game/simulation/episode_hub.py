@@ -88,6 +88,13 @@ class EpisodeHub:
         self.publish(FARM_STAMPS.event, farm_stamps)
         self.publish("states", message)
 
+    def republish(self) -> int:
+        """The last AgentStates out again (not to the tap: the log has them): the step, or -1."""
+        latest = self.latest
+        if latest is not None:
+            self.publish("states", latest)
+        return -1 if latest is None else int(latest["step"])
+
     def add_listener(self, listener: EpisodeListener) -> None:
         """A new listener gets the latched messages, the statuses and the latest states at once."""
         with self._lock:

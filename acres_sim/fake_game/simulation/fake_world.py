@@ -87,6 +87,11 @@ class FakeWorld:
         with self.session.holding():  # between two steps' messages, stamped with the world's time
             self.hub.message(TASK, {**status, "header": header(self.session.time_s)})
 
+    def republish_states(self) -> int:
+        """The latest step's states out again, between two steps (never after a newer step's)."""
+        with self.session.holding():
+            return self.hub.republish()
+
     def episode_status(self) -> dict[str, Any]:
         with self.session.holding():
             return {"episode_id": self.episode.episode_id, "recording": self.recorder.status(),

@@ -244,6 +244,7 @@ _ANSWERS = {
     "replay_stop": lambda world, request: world.replay.stop(),
     "episode_status": lambda world, request: world.episode_status(),
     "task": _task,
+    "republish": lambda world, request: {"step": world.republish_states()},
 }
 assert set(_ANSWERS) | {"watch"} == set(OPS), "every op of the channel is answered"
 
