@@ -154,10 +154,15 @@ def test_every_step_s_states_reach_the_feed_and_the_log_holds_them(watched_game,
     for _ in range(5):
         done = control.step(12)
         assert feed.wait_handled(done.step, 10.0)  # what sim_control waits for before it answers
+    # republish: the last step's states once more on the feed (a late subscriber's), not logged again
+    before = len(events.of("states"))
+    assert control.request({"op": "republish"})["step"] == done.step
+    events.wait(lambda e: len(e.of("states")) == before + 1)
+    assert events.of("states")[-1] == events.of("states")[-2]
     summary = control.record_stop()
     assert summary["path"] == path and summary["message_count"] == LATCHED + 2 + 4 * 60
     states = [s for s in events.of("states") if s["step"] >= 0]
-    assert [s["step"] for s in states][-61:] == list(range(0, 61))
+    assert [s["step"] for s in states][-62:] == list(range(0, 61)) + [60]
     log = read_episode(path)
     assert log.episode["episode_id"] == episode["episode_id"]
     assert log.metadata["agents"] == "polaris,maxxum" and log.metadata["vehicles"] == "polaris,maxxum"
