@@ -54,3 +54,6 @@ SIM_FARM_EVENTS = "/sim/farm_events"  # every physics step
 SIM_FARM_STAMPS = "/sim/farm_stamps"  # every physics step
 SIM_CONTACTS = "/sim/contacts"  # the steps with a contact
 SIM_TASK = "/sim/task"  # a test's or a learner's view of each agent's task
+SIM_MARKERS = "/sim/markers"  # transient local: the objects and the recent contacts (MarkerArray)
+ROBOT_DESCRIPTION = "robot_description"  # per agent, transient local: its URDF
+JOINT_STATES = "joint_states"  # per agent: the steering and the wheels

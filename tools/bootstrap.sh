@@ -29,7 +29,7 @@ if [ -n "${ROS_DISTRO:-}" ] && python3 -c "import rclpy" >/dev/null 2>&1; then
   missing=()
   command -v colcon >/dev/null 2>&1 || missing+=("colcon (apt install python3-colcon-common-extensions)")
   for mod in numpy pyproj simplejpeg matplotlib pytest hypothesis flake8 yaml mcap rosbags tf2_msgs \
-    simulation_interfaces sensor_msgs nav_msgs diagnostic_msgs ackermann_msgs; do
+    simulation_interfaces sensor_msgs visualization_msgs nav_msgs diagnostic_msgs ackermann_msgs; do
     python3 -c "import $mod" >/dev/null 2>&1 || missing+=("python module $mod (rosdep install --from-paths . --ignore-src -y)")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -146,7 +146,7 @@ fi
 
 write_env_file
 
-env_check="$(bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action, ackermann_msgs.msg, ds_dbw_msgs.msg, acres_interfaces.msg, acres_interfaces.srv, sensor_msgs.msg, nav_msgs.msg, rosgraph_msgs.msg, diagnostic_msgs.msg, numpy, pyproj, simplejpeg, matplotlib, rich, mcap, rosbags, pytest, hypothesis, flake8; print(\"ok\")'" 2>&1 | tail -n 3)"
+env_check="$(bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action, ackermann_msgs.msg, ds_dbw_msgs.msg, acres_interfaces.msg, acres_interfaces.srv, sensor_msgs.msg, visualization_msgs.msg, nav_msgs.msg, rosgraph_msgs.msg, diagnostic_msgs.msg, numpy, pyproj, simplejpeg, matplotlib, rich, mcap, rosbags, yourdfpy, pytest, hypothesis, flake8; print(\"ok\")'" 2>&1 | tail -n 3)"
 [ "$env_check" = "ok" ] || die "the new environment does not import: $env_check"
 echo "$wanted" > "$STAMP"
 say "ROS 2 ${DISTRO^} environment ready: source $ENV_FILE"

@@ -4,10 +4,10 @@ dependencies as each ROS 2 distribution installs them, and their RIHS01 type has
 
 The fake game writes the episode log without ROS, so it carries these texts (as the game carries its
 generated schema header). Run after changing interfaces/acres_interfaces, with each distribution's
-install prefixes (the one holding the generated acres_interfaces included), e.g.:
-    python3 tools/episode_definitions.py \
-      jazzy=.venv-jazzy:.venv-jazzy/interfaces_ws/install/acres_interfaces \
-      kilted=.venv-kilted:.venv-kilted/interfaces_ws/install/acres_interfaces
+install prefixes (those holding the generated acres_interfaces and tf2_msgs included), e.g.:
+    J=.venv-jazzy K=.venv-kilted I=interfaces_ws/install
+    python3 tools/episode_definitions.py jazzy=$J:$J/$I/acres_interfaces:$J/$I/tf2_msgs \
+      kilted=$K:$K/$I/acres_interfaces:$K/$I/tf2_msgs
 test/lint/test_episode_definitions.py holds the file to the environment it runs in.
 """
 
@@ -22,10 +22,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "interfaces" / "acres_interfaces" / "msg"
 OUTPUT = REPO / "acres_sim" / "episode" / "definitions.py"
-# The released types the episode log's messages use, and its /clock.
-RELEASED = ("builtin_interfaces/msg/Time", "std_msgs/msg/Header", "geometry_msgs/msg/Point",
+# The released types the episode log's messages use, its /clock and its viewers' topics (/tf,
+# /tf_static, robot_description, joint_states, /sim/markers), with their dependencies.
+RELEASED = ("builtin_interfaces/msg/Time", "builtin_interfaces/msg/Duration", "std_msgs/msg/Header",
+            "std_msgs/msg/String", "std_msgs/msg/ColorRGBA", "geometry_msgs/msg/Point",
             "geometry_msgs/msg/Pose", "geometry_msgs/msg/Quaternion", "geometry_msgs/msg/Twist",
-            "geometry_msgs/msg/Vector3", "rosgraph_msgs/msg/Clock")
+            "geometry_msgs/msg/Vector3", "geometry_msgs/msg/Transform", "geometry_msgs/msg/TransformStamped",
+            "rosgraph_msgs/msg/Clock", "tf2_msgs/msg/TFMessage", "sensor_msgs/msg/JointState",
+            "sensor_msgs/msg/CompressedImage", "visualization_msgs/msg/Marker",
+            "visualization_msgs/msg/MarkerArray", "visualization_msgs/msg/MeshFile",
+            "visualization_msgs/msg/UVCoordinate")
 
 
 def own_types() -> list[str]:

@@ -37,9 +37,9 @@ episode log.
     {"op": "watch"}  -> {"ok": true}, then this connection carries events, one object per line:
         {"event": one of EVENTS, "body": {...}}
         (body: acres_interfaces Episode, Agents, WorldObjects, VehicleShifts, Conditions,
-        FarmEvents, FarmStamps, Contacts, TaskStatus, AgentStates as dicts of their fields; the
-        recording's and the replay's status); every step's contacts, farm events, stamps and states
-        before the step's answer.
+        FarmEvents, FarmStamps, Contacts, TaskStatus, visualization_msgs MarkerArray, AgentStates as
+        dicts of their fields; the recording's and the replay's status); every step's contacts,
+        farm events, stamps and states before the step's answer.
     anything else -> {"ok": false, "error": "...", "code": one of ERROR_CODES}; the connection stays.
 """
 
@@ -60,7 +60,7 @@ OPS = ("step", "pause", "play", "status", "reset", "entities", "spawnables", "sp
        "replay_start", "replay_stop", "episode_status", "task", "republish", "watch")
 STEPPING_OPS = ("step", "pause", "play", "reset", "replay_start", "replay_stop")  # the token's
 EVENTS = ("episode", "agents", "objects", "shifts", "conditions", "farm_events", "farm_stamps", "contacts",
-          "task", "states", "recording", "replay")
+          "task", "markers", "states", "recording", "replay")
 
 # -- error codes ----------------------------------------------------------------------------------
 BAD_REQUEST = "bad_request"  # malformed or out-of-range request

@@ -11,7 +11,7 @@ log time = publish time = the message's stamp, never decreasing; a metadata reco
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -53,8 +53,23 @@ FARM_EVENTS = Topic(topics.SIM_FARM_EVENTS, "acres_interfaces/msg/FarmEvents", F
 FARM_STAMPS = Topic(topics.SIM_FARM_STAMPS, "acres_interfaces/msg/FarmStamps", False, 120, "farm_stamps")
 CONTACTS = Topic(topics.SIM_CONTACTS, "acres_interfaces/msg/Contacts", False, 120, "contacts")
 TASK = Topic(topics.SIM_TASK, "acres_interfaces/msg/TaskStatus", False, 120, "task")
+MARKERS = Topic(topics.SIM_MARKERS, "visualization_msgs/msg/MarkerArray", True, 1, "markers")
 TOPICS = (EPISODE, AGENTS, AGENT_STATES, CLOCK, OBJECTS, SHIFTS, CONDITIONS, FARM_EVENTS, FARM_STAMPS,
-          CONTACTS, TASK)
+          CONTACTS, TASK, MARKERS)
+# For viewers only (Foxglove draws the vehicles from them; a replay does not read them): the
+# recorder makes them from the agents and their states.
+TF = Topic(topics.TF, "tf2_msgs/msg/TFMessage", False, 100, "")
+TF_STATIC = Topic(topics.TF_STATIC, "tf2_msgs/msg/TFMessage", True, 1, "")
+
+
+def robot_description_topic(agent: str) -> Topic:
+    return Topic(f"/{agent}/{topics.ROBOT_DESCRIPTION}", "std_msgs/msg/String", True, 1, "")
+
+
+def joint_states_topic(agent: str) -> Topic:
+    return Topic(f"/{agent}/{topics.JOINT_STATES}", "sensor_msgs/msg/JointState", False, 120, "")
+
+
 WORLD = (OBJECTS, SHIFTS, CONDITIONS)  # how the world was varied: a replay applies them in time
 
 
@@ -103,10 +118,12 @@ def stamp_of(seconds: float) -> dict[str, int]:
 
 class EpisodeWriter:
     """Writes one episode log. Opening refuses an existing file (nothing earlier is overwritten);
-    write() takes a message dict and its stamp (ns); close() finishes the file (safe to repeat)."""
+    write() takes a message dict and its stamp (ns); close() finishes the file (safe to repeat).
+    viewing: the viewers' topics of this log besides TOPICS (/tf, /tf_static, each agent's
+    robot_description and joint_states)."""
 
     def __init__(self, path: str | os.PathLike[str], metadata: Mapping[str, str], distro: str | None = None,
-                 chunk_bytes: int = CHUNK_BYTES):
+                 chunk_bytes: int = CHUNK_BYTES, viewing: Sequence[Topic] = ()):
         from mcap.writer import CompressionType, Writer  # the library loads only when a log is written
 
         self.path = Path(path)
@@ -120,9 +137,12 @@ class EpisodeWriter:
             self._writer.start(profile="ros2", library=LIBRARY)
             all_texts = texts(distro)
             self._channels: dict[str, int] = {}
-            for topic in TOPICS:
-                schema = self._writer.register_schema(
-                    name=topic.type, encoding="ros2msg", data=full_text(topic.type, all_texts).encode())
+            schemas: dict[str, int] = {}
+            for topic in (*TOPICS, *viewing):
+                if topic.type not in schemas:
+                    schemas[topic.type] = self._writer.register_schema(
+                        name=topic.type, encoding="ros2msg", data=full_text(topic.type, all_texts).encode())
+                schema = schemas[topic.type]
                 self._channels[topic.name] = self._writer.register_channel(
                     topic=topic.name, message_encoding="cdr", schema_id=schema,
                     metadata={"offered_qos_profiles": offered_qos(topic),

@@ -27,7 +27,11 @@ from harness.processes import Proc
 AGENTS = ("polaris", "maxxum")
 # A recording starts with the episode, the agents, the objects, the shifts and the conditions, and
 # the state the world is in (clock, states); every step adds clock, farm events, farm stamps, states.
-LATCHED = 5
+LATCHED = 6  # episode, agents, objects, shifts, conditions, markers
+# for viewers, of two agents: /tf_static and a robot_description each at the start; /tf and a
+# joint_states each at every step
+VIEWS_LATCHED, VIEWS_PER_STEP = 3, 3
+PER_STEP = 4 + VIEWS_PER_STEP  # /clock, farm events, farm stamps, agent states and the views
 
 
 def _game(*extra: str, vehicles: bool = False) -> tuple[FakeGame, dict[str, int], ControlClient]:
@@ -160,7 +164,7 @@ def test_every_step_s_states_reach_the_feed_and_the_log_holds_them(watched_game,
     events.wait(lambda e: len(e.of("states")) == before + 1)
     assert events.of("states")[-1] == events.of("states")[-2]
     summary = control.record_stop()
-    assert summary["path"] == path and summary["message_count"] == LATCHED + 2 + 4 * 60
+    assert summary["path"] == path and summary["message_count"] == LATCHED + VIEWS_LATCHED + PER_STEP * 61 - 2
     states = [s for s in events.of("states") if s["step"] >= 0]
     assert [s["step"] for s in states][-62:] == list(range(0, 61)) + [60]
     log = read_episode(path)
@@ -313,8 +317,10 @@ def test_a_reset_all_starts_a_new_episode_and_a_reset_of_time_finishes_the_log(w
     control.reset("all")  # the clock goes back: the file is finished first
     events.wait(lambda e: e.of("episode")[-1]["episode_id"] != first)
     assert not control.episode_status()["recording"]["recording"]
-    game.wait_line(r"^ACRES_FAKE_GAME_RECORDED path=.*until_reset.mcap messages=151 .* reason=reset all$")
+    count = LATCHED + VIEWS_LATCHED + PER_STEP * 37 - 2
+    game.wait_line(rf"^ACRES_FAKE_GAME_RECORDED path=.*until_reset.mcap messages={count} .* "
+                   r"reason=reset all$")
     log = read_episode(path)  # complete, with its summary
     assert [s.step for s in log.steps] == list(range(0, 37)) and log.episode["episode_id"] == first
     stopped = [r["stopped"] for r in events.of("recording") if "stopped" in r]
-    assert stopped[-1]["reason"] == "reset all" and stopped[-1]["message_count"] == LATCHED + 2 + 4 * 36
+    assert stopped[-1]["reason"] == "reset all" and stopped[-1]["message_count"] == count

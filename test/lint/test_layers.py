@@ -27,18 +27,20 @@ ALLOWED = (
     ("acres_sim.middleware", ()),
     ("acres_sim.control", ()),
     ("acres_sim.episode", ()),
+    ("acres_sim.description", ("acres_sim.episode",)),
     ("acres_sim.fake_game.world", ()),
     ("acres_sim.fake_game.simulation", ("acres_sim.fake_game.world", "acres_sim.stream",
-                                        "acres_sim.episode")),
+                                        "acres_sim.episode", "acres_sim.description")),
     ("acres_sim.fake_game.sockets", ("acres_sim.fake_game.simulation", "acres_sim.stream",
                                      "acres_sim.episode")),
     ("acres_sim.fake_game", ("acres_sim.fake_game", "acres_sim.stream", "acres_sim.episode")),
-    ("acres_sim.viewer", ("acres_sim.convert", "acres_sim.stream", "acres_sim.middleware")),
+    ("acres_sim.viewer", ("acres_sim.convert", "acres_sim.stream", "acres_sim.middleware",
+                          "acres_sim.description")),
     # a scenario is checked against the fake world's vehicles, catalogue and ranges
     ("acres_sim.scenario", ("acres_sim.fake_game", "acres_sim.episode", "acres_sim.stream")),
     ("acres_sim.nodes", ("acres_sim.stream", "acres_sim.convert", "acres_sim.middleware", "acres_sim.game",
                          "acres_sim.drive", "acres_sim.control", "acres_sim.fake_game", "acres_sim.episode",
-                         "acres_sim.scenario")),
+                         "acres_sim.scenario", "acres_sim.description")),
     ("acres_sim", ()),  # the leaves themselves and __init__
     ("harness", ("acres_sim",)),
     ("benchmark", ("acres_sim", "harness")),
@@ -46,7 +48,7 @@ ALLOWED = (
 )
 ROS_FREE = ("acres_sim.net", "acres_sim.channels", "acres_sim.stream", "acres_sim.control",
             "acres_sim.convert", "acres_sim.game", "acres_sim.drive", "acres_sim.fake_game",
-            "acres_sim.episode", "acres_sim.scenario")
+            "acres_sim.episode", "acres_sim.scenario", "acres_sim.description")
 
 
 def _module_name(path: Path) -> str:

@@ -1,16 +1,19 @@
 """The episode's messages as they stand, and who hears them (ROS-free): the latched-message cache
 and the fan-out to the control channel's watch connections, with one tap for the recorder.
 
-The transient-local messages (the episode, the agents, the objects, the shifts, the conditions) are
+The transient-local messages (the episode, the agents, the objects, the shifts, the conditions, the
+markers) are
 kept as they are now and handed to every new listener first; every step's contacts (the steps that
 have any), farm events, farm stamps and agent states follow (the states last: a listener that has
 them has the step's other messages too). The recorder (episode_recorder.py) is the tap: it sees
-every message before the listeners do.
+every message before the listeners do; observers (the marker board) hear each latched message and
+each message of a step after them.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from acres_sim.episode.log_file import AGENTS, EPISODE, FARM_EVENTS, FARM_STAMPS, Topic, stamp_of
@@ -50,6 +53,8 @@ class EpisodeHub:
         self.statuses: dict[str, dict[str, Any]] = {}  # event -> its body as it stands (recording)
         self.latest: dict[str, Any] | None = None  # the last AgentStates
         self.tap: EpisodeTap | None = None
+        # Owners that follow other owners' messages (the markers follow the objects and the contacts).
+        self.observers: list[Callable[[Topic, dict[str, Any]], None]] = []
 
     @property
     def episode(self) -> dict[str, Any]:
@@ -65,6 +70,8 @@ class EpisodeHub:
         if self.tap is not None:
             self.tap.latched(topic, message)
         self.publish(topic.event, message)
+        for observer in self.observers:
+            observer(topic, message)
 
     def set_status(self, event: str, status: dict[str, Any], body: dict[str, Any] | None = None) -> None:
         """A status a new listener gets too; body (default: the status) is what goes out now."""
@@ -76,6 +83,8 @@ class EpisodeHub:
         if self.tap is not None:
             self.tap.message(topic, message)
         self.publish(topic.event, message)
+        for observer in self.observers:
+            observer(topic, message)
 
     def step(self, step: int, t: float, states: list[dict[str, Any]], farm_events: dict[str, Any],
              farm_stamps: dict[str, Any]) -> None:

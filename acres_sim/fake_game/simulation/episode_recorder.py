@@ -3,7 +3,8 @@
 A recording logs, from the step it starts at: /sim/episode, the other transient-local messages as
 they are, the states of the step the world is at (the first knot of a replay), then at every step
 /clock, /sim/contacts (where there are any), /sim/farm_events, /sim/farm_stamps and
-/sim/agent_states, and every change. The log time
+/sim/agent_states, and every change; for viewers, each agent's robot_description and /tf_static at
+the start, /tf and each agent's joint_states at every step (acres_sim/description). The log time
 never goes back, so a reset that takes the world clock back (TIME or ALL) finishes the file first.
 A disk that fails ends the recording with what was written kept; the status says so.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from acres_sim.channels.control import file_name
+from acres_sim.description.episode_views import VehicleViews
 from acres_sim.episode.log_file import (
     AGENT_STATES,
     CLOCK,
@@ -39,6 +41,7 @@ class EpisodeRecorder(StepOwner):
         self._hub = hub
         self._metadata = {"source": source, "world": world, "seed": str(seed)}
         self._writer: EpisodeWriter | None = None
+        self._views: VehicleViews | None = None
         hub.tap = self
         hub.set_status(RECORDING, dict(IDLE))
 
@@ -68,22 +71,26 @@ class EpisodeRecorder(StepOwner):
                     "agents": ",".join(a["name"] for a in agents),
                     "vehicles": ",".join(a["vehicle"] for a in agents),
                     "physics_step_s": repr(1.0 / PHYSICS_HZ)}
-        writer = EpisodeWriter(path, metadata)  # EpisodeLogError: the service says why
+        views = VehicleViews(agents)
+        writer = EpisodeWriter(path, metadata, viewing=views.topics)  # EpisodeLogError: the service says why
         t = self._loop.time_s
         try:
             writer.write(EPISODE, hub.episode, stamp_ns(hub.episode["header"]["stamp"]))
             for topic, message in hub.latched.items():  # as they are now, from now
                 if topic is not EPISODE:
-                    writer.write(topic, dict(message, header=dict(message["header"], stamp=stamp_of(t))),
-                                 stamp_ns(stamp_of(t)))
+                    writer.write(topic, _restamped(message, t), stamp_ns(stamp_of(t)))
+            for topic, message in views.latched(stamp_of(t)):
+                writer.write(topic, message, stamp_ns(stamp_of(t)))
             if hub.latest is not None:
                 ns = stamp_ns(hub.latest["header"]["stamp"])
                 writer.write(CLOCK, {"clock": hub.latest["header"]["stamp"]}, ns)
                 writer.write(AGENT_STATES, hub.latest, ns)
+                for topic, message in views.step(hub.latest):
+                    writer.write(topic, message, ns)
         except EpisodeLogError:
             writer.close()
             raise
-        self._writer = writer
+        self._writer, self._views = writer, views
         self._loop.log(f"ACRES_FAKE_GAME_RECORDING path={writer.path}")
         status = self.status()
         hub.set_status(RECORDING, status)
@@ -126,7 +133,8 @@ class EpisodeRecorder(StepOwner):
 
     def latched(self, topic: Topic, message: dict[str, Any]) -> None:
         if self._writer is not None:
-            self._write(((topic, message),), stamp_ns(message["header"]["stamp"]))
+            header = message["header"] if "header" in message else message["markers"][0]["header"]
+            self._write(((topic, message),), stamp_ns(header["stamp"]))
 
     def message(self, topic: Topic, message: dict[str, Any]) -> None:
         if self._writer is not None:
@@ -135,12 +143,15 @@ class EpisodeRecorder(StepOwner):
     def step(self, farm_events: dict[str, Any], farm_stamps: dict[str, Any], states: dict[str, Any]) -> None:
         if self._writer is not None:
             stamp = states["header"]["stamp"]
+            views = self._views.step(states) if self._views is not None else []
             self._write(((CLOCK, {"clock": stamp}), (FARM_EVENTS, farm_events), (FARM_STAMPS, farm_stamps),
-                         (AGENT_STATES, states)), stamp_ns(stamp))
+                         (AGENT_STATES, states), *views), stamp_ns(stamp))
 
     def before_reset(self, reset: ResetContext) -> None:
         if self._writer is not None and reset.scope in ("time", "all") and reset.step < reset.from_step:
             self.stop_held(f"reset {reset.scope}")  # the log time never goes back: it ends here
+        elif self._views is not None:
+            self._views.restart()  # the wheels do not spin through a jump
 
     def _write(self, messages: tuple[tuple[Topic, dict[str, Any]], ...], ns: int) -> None:
         writer = self._writer
@@ -161,3 +172,12 @@ class EpisodeRecorder(StepOwner):
         stopped = {"path": str(writer.path), "message_count": writer.message_count,
                    "duration_s": writer.duration_s, "reason": "failed"}
         self._hub.set_status(RECORDING, dict(IDLE), {**IDLE, "error": str(exc), "stopped": stopped})
+
+
+def _restamped(message: dict[str, Any], t: float) -> dict[str, Any]:
+    """A latched message as it stands, stamped with the start of the log (a MarkerArray's stamps are
+    its markers')."""
+    if "header" in message:
+        return dict(message, header=dict(message["header"], stamp=stamp_of(t)))
+    return {**message, "markers": [dict(m, header=dict(m["header"], stamp=stamp_of(t)))
+                                   for m in message.get("markers", [])]}

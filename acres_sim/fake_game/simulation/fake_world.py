@@ -3,8 +3,8 @@ that act at its steps, put together in their order, with what the control channe
 
 Owners, in the order the session calls them: the episode's id and agents (EpisodeInfo), the replay
 player, the world's changes and entity requests (WorldRequests), the collisions (which also check
-placements), the agent states (the hub's per-step messages), the recorder (the hub's tap). A new
-feature is a new owner added here.
+placements), the marker board (the objects and the recent contacts as markers), the agent states
+(the hub's per-step messages), the recorder (the hub's tap). A new feature is a new owner added here.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from acres_sim.fake_game.simulation.collisions import Collisions
 from acres_sim.fake_game.simulation.episode_hub import EpisodeHub, EpisodeListener, header
 from acres_sim.fake_game.simulation.episode_info import EpisodeInfo
 from acres_sim.fake_game.simulation.episode_recorder import EpisodeRecorder
+from acres_sim.fake_game.simulation.marker_board import MarkerBoard
 from acres_sim.fake_game.simulation.replay_player import ReplayPlayer
 from acres_sim.fake_game.simulation.session import Session
 from acres_sim.fake_game.simulation.session_config import SessionConfig
@@ -41,6 +42,7 @@ class FakeWorld:
         session.open()
         try:
             self.episode = EpisodeInfo(hub, session.agents, SOURCE, WORLD_NAME, cfg.seed)
+            self.markers = MarkerBoard(hub)  # hears the objects and the contacts from the start
             self.world = WorldRequests(session, hub)
             self.collisions = Collisions(session, hub, self.world.changes)
             self.world.check_agent = self.collisions.check_agent
@@ -48,7 +50,8 @@ class FakeWorld:
             self.states = AgentStatePublisher(hub, session.agents)
             self.replay = ReplayPlayer(session, hub, self.world, self.states)
             self.recorder = EpisodeRecorder(session, hub, SOURCE, WORLD_NAME, cfg.seed)
-            for owner in (self.episode, self.replay, self.world, self.collisions, self.states, self.recorder):
+            for owner in (self.episode, self.replay, self.world, self.collisions, self.markers, self.states,
+                          self.recorder):
                 session.add_owner(owner)
             if cfg.episode_replay:  # a bad file stops the start with its error
                 self.replay.begin(self.replay.load(cfg.episode_replay))
