@@ -32,6 +32,7 @@ setup(
             "sim_control = acres_sim.nodes.sim_control:main",
             "vehicle_bridge = acres_sim.nodes.vehicle_bridge:main",
             "scenario = acres_sim.nodes.scenario_runner:main",
+            "vehicle_description = acres_sim.nodes.vehicle_description:main",
         ],
     },
 )

@@ -1,5 +1,6 @@
 """sim_control's episode part: the /sim/* topics from the game's episode feed (the episode, the
-agents, every step's agent states, farm events and stamps, the objects, the shifts, the conditions),
+agents, every step's agent states, farm events and stamps, the objects, the shifts, the conditions,
+the contacts, the tasks, and /sim/markers: the objects and the recent contacts for rviz2),
 and the acres_interfaces services that record and replay the episode log (the world's services:
 world_services.py).
 
@@ -11,6 +12,7 @@ does not import, sim_control goes on without all of this and says so in one WARN
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from rclpy.node import Node
@@ -41,8 +43,7 @@ class EpisodeServices:
         self._log = node.get_logger()
         self._topics = {topic.event: topic for topic in TOPICS if topic is not CLOCK}  # /clock: the bridges'
         self._publishers = {
-            topic.name: node.create_publisher(getattr(acres_msg, topic.type.rsplit("/", 1)[1]), topic.name,
-                                              qos(topic))
+            topic.name: node.create_publisher(_message_type(topic.type), topic.name, qos(topic))
             for topic in self._topics.values()}
         self._problem = ""
         for name, kind in (("start_recording", acres_srv.StartRecording),
@@ -139,3 +140,9 @@ class EpisodeServices:
         response.replay_end_s = float(replay.get("end_s", 0.0))
         response.replay_time_s = float(replay.get("time_s", 0.0))
         response.replay_ended = bool(replay.get("ended"))
+
+
+def _message_type(name: str) -> Any:
+    """The rclpy class of 'pkg/msg/Type' (acres_interfaces, visualization_msgs)."""
+    package, _, kind = name.split("/")
+    return getattr(importlib.import_module(f"{package}.msg"), kind)

@@ -1,7 +1,8 @@
 """What launch/bridge.launch.py starts, as plain data (no launch imports, testable anywhere).
 
 agents "polaris,maxxum" and ports "5601,5602" -> one sim_bridge per agent in namespace /<agent>;
-frame_prefix "<agent>/" when there is more than one agent; /clock from the first agent only;
+frame_prefix "<agent>/" when there is more than one agent; /clock from the first agent only; a
+vehicle_description per agent (and a robot_state_publisher where it is installed);
 optionally fake_game serving those agents on those ports, sim_control on the control channel
 (control_port > 0; fake_game then opens it, held from the start with lockstep), one vehicle_bridge
 per agent (vehicle_ports "5611,5612"; fake_game then opens each agent's Vehicle Bridge there) and
@@ -15,6 +16,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from acres_sim.fake_game.simulation.vehicles import VEHICLES
 from acres_sim.share import SOURCE_CONFIG, config_path
 from acres_sim.stream.protocol import DEFAULT_STREAM_PORT
 
@@ -89,11 +91,41 @@ class SimControlPlan:
 
 
 @dataclass(frozen=True)
+class DescriptionPlan:
+    """The agent's vehicle_description, and its robot_state_publisher where that is installed and
+    the vehicle is known at launch time (robot_state_publisher needs the URDF when it starts)."""
+
+    agent: str
+    namespace: str
+    frame_prefix: str
+    vehicle: str  # "" where the launch does not know it: /sim/agents gives it
+    robot_state_publisher: bool
+
+    def parameters(self) -> dict[str, object]:
+        return {"agent": self.agent, "frame_prefix": self.frame_prefix, "vehicle": self.vehicle,
+                "robot_state_publisher": self.robot_state_publisher}
+
+    def robot_state_publisher_parameters(self, use_sim_time: bool) -> dict[str, object]:
+        """robot_description: the URDF of the vehicle model (vehicle_description sets it again if the
+        game's AgentInfo differs)."""
+        from acres_sim.description.vehicle_urdf import vehicle_urdf
+        from acres_sim.fake_game.simulation.vehicles import vehicle_geometry
+
+        urdf = vehicle_urdf(vehicle_geometry(self.vehicle), self.frame_prefix, self.agent)
+        return {"robot_description": urdf, "use_sim_time": use_sim_time}
+
+    # robot_state_publisher republishes its parameter on robot_description; vehicle_description owns
+    # that topic, so robot_state_publisher's goes beside it.
+    ROBOT_STATE_PUBLISHER_REMAPS = (("robot_description", "robot_state_publisher/robot_description"),)
+
+
+@dataclass(frozen=True)
 class LaunchPlan:
     bridges: tuple[BridgePlan, ...]
     fake_game: FakeGamePlan | None
     sim_control: SimControlPlan | None
     vehicle_bridges: tuple[VehicleBridgePlan, ...]
+    descriptions: tuple[DescriptionPlan, ...]
     rviz: bool
     use_sim_time: bool
     log_level: str
@@ -121,7 +153,8 @@ def plan_launch(agents: str = "polaris", ports: str = DEFAULT_PORTS, host: str =
                 use_sim_time: str | bool = "true", log_level: str = "info",
                 vehicles: str = "", control_port: str | int = "0",
                 lockstep: str | bool = "false", vehicle_ports: str = "", episode_log: str = "",
-                episode_replay: str = "") -> LaunchPlan:
+                episode_replay: str = "", robot_state_publisher: bool = False) -> LaunchPlan:
+    """robot_state_publisher: whether it is installed (the launch file looks)."""
     names = split_list(agents)
     if not names:
         raise LaunchPlanError("launch argument agents is empty")
@@ -178,11 +211,15 @@ def plan_launch(agents: str = "polaris", ports: str = DEFAULT_PORTS, host: str =
                           frame_prefix=b.frame_prefix, lockstep=held)
         for b, port in zip(bridges, vehicle_port_numbers))
     game = None
+    vehicle_names = split_list(vehicles) or names
+    if split_list(vehicles) and len(vehicle_names) != len(names):
+        raise LaunchPlanError(f"launch argument vehicles needs one vehicle per agent, got {vehicle_names}")
+    known = [v if v in VEHICLES else "" for v in vehicle_names]
+    descriptions = tuple(
+        DescriptionPlan(agent=b.agent, namespace=b.namespace, frame_prefix=b.frame_prefix, vehicle=vehicle,
+                        robot_state_publisher=robot_state_publisher and bool(vehicle))
+        for b, vehicle in zip(bridges, known))
     if parse_bool("fake_game", fake_game):
-        vehicle_names = split_list(vehicles) or names
-        if len(vehicle_names) != len(names):
-            raise LaunchPlanError(
-                f"launch argument vehicles needs one vehicle per agent, got {vehicle_names}")
         if held and not control:
             raise LaunchPlanError("lockstep:=true needs a control_port (the world moves on step requests)")
         game = FakeGamePlan(tuple(port_numbers), tuple(vehicle_names), tuple(names), control, held,
@@ -198,7 +235,8 @@ def plan_launch(agents: str = "polaris", ports: str = DEFAULT_PORTS, host: str =
     sim_control = SimControlPlan(control, tuple(names), bool(vehicle_bridges), log_file, replay_file) \
         if control else None
     return LaunchPlan(bridges=bridges, fake_game=game, sim_control=sim_control,
-                      vehicle_bridges=vehicle_bridges, rviz=parse_bool("rviz", rviz),
+                      vehicle_bridges=vehicle_bridges, descriptions=descriptions,
+                      rviz=parse_bool("rviz", rviz),
                       use_sim_time=parse_bool("use_sim_time", use_sim_time), log_level=level, host=host)
 
 
@@ -206,3 +244,34 @@ def config_file(name: str) -> str:
     """config/<name> of the installed package, else of the source tree (the path even where it is
     missing: launch then names the file it could not open)."""
     return str(config_path(name) or SOURCE_CONFIG / name)
+
+
+ROBOT_MODEL = "rviz_default_plugins/RobotModel"
+TEMPLATE_AGENT = "polaris"  # the agent config/acres_sim.rviz shows
+
+
+def rviz_config(template: str, agents: list[str]) -> str:
+    """config/acres_sim.rviz for the agents a launch names: the first agent's sensors in place of the
+    template's, and a RobotModel of every agent (its robot_description topic)."""
+    import copy
+
+    import yaml
+
+    doc = yaml.safe_load(template)
+    displays = doc["Visualization Manager"]["Displays"]
+    model = next(d for d in displays if d["Class"] == ROBOT_MODEL)
+    kept = []
+    for display in displays:
+        if display["Class"] == ROBOT_MODEL:
+            continue
+        topic = display.get("Topic")
+        if topic is not None and topic["Value"].startswith(f"/{TEMPLATE_AGENT}/"):
+            topic["Value"] = f"/{agents[0]}/" + topic["Value"][len(TEMPLATE_AGENT) + 2:]
+        kept.append(display)
+    for agent in agents:
+        shown = copy.deepcopy(model)
+        shown["Name"] = agent
+        shown["Description Topic"]["Value"] = f"/{agent}/robot_description"
+        kept.append(shown)
+    doc["Visualization Manager"]["Displays"] = kept
+    return yaml.safe_dump(doc, sort_keys=False)

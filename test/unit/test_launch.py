@@ -67,6 +67,19 @@ def test_vehicles_can_differ_from_agent_names():
     assert plan.fake_game.vehicles == ("maxxum", "polaris") and plan.fake_game.agents == ("a1", "a2")
 
 
+def test_every_agent_gets_a_description_and_a_robot_state_publisher_where_its_vehicle_is_known():
+    plan = plan_launch(agents="polaris,tractor", ports="7001,7002", robot_state_publisher=True)
+    assert [(d.namespace, d.parameters()) for d in plan.descriptions] == [
+        ("/polaris", {"agent": "polaris", "frame_prefix": "polaris/", "vehicle": "polaris",
+                      "robot_state_publisher": True}),
+        ("/tractor", {"agent": "tractor", "frame_prefix": "tractor/", "vehicle": "",  # /sim/agents says
+                      "robot_state_publisher": False})]
+    urdf = plan.descriptions[0].robot_state_publisher_parameters(True)["robot_description"]
+    assert '<robot name="polaris">' in urdf and '<link name="polaris/front_left_wheel_link">' in urdf
+    named = plan_launch(agents="a1", vehicles="maxxum", robot_state_publisher=False).descriptions[0]
+    assert (named.vehicle, named.frame_prefix, named.robot_state_publisher) == ("maxxum", "", False)
+
+
 @pytest.mark.parametrize("kwargs,message", [
     ({"agents": "polaris,maxxum", "ports": "5601"}, "same length"),
     ({"agents": "a,a", "ports": "1,2"}, "distinct"),
@@ -139,9 +152,22 @@ def _generated_nodes(arguments: dict[str, str]):
     return nodes
 
 
+def _described(agents: int) -> list[tuple[str, str]]:
+    """Each agent's vehicle_description, and its robot_state_publisher where that is installed."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+
+    try:
+        get_package_share_directory("robot_state_publisher")
+        one = [("acres_sim", "vehicle_description"), ("robot_state_publisher", "robot_state_publisher")]
+    except PackageNotFoundError:
+        one = [("acres_sim", "vehicle_description")]
+    return one * agents
+
+
 def test_launch_description_one_agent():
     nodes = _generated_nodes({})
-    assert [(n.node_package, n.node_executable) for n in nodes] == [("acres_sim", "sim_bridge")]
+    assert [(n.node_package, n.node_executable) for n in nodes] == [
+        ("acres_sim", "sim_bridge"), *_described(1)]
 
 
 def test_launch_description_two_agents_with_fake_game_and_rviz():
@@ -149,7 +175,7 @@ def test_launch_description_two_agents_with_fake_game_and_rviz():
                               "rviz": "true"})
     assert [(n.node_package, n.node_executable) for n in nodes] == [
         ("acres_sim", "fake_game"), ("acres_sim", "sim_bridge"), ("acres_sim", "sim_bridge"),
-        ("rviz2", "rviz2")]
+        *_described(2), ("rviz2", "rviz2")]
 
 
 def test_launch_description_lockstep_session_starts_sim_control():
@@ -157,7 +183,7 @@ def test_launch_description_lockstep_session_starts_sim_control():
                               "lockstep": "true", "control_port": "5700"})
     assert [(n.node_package, n.node_executable) for n in nodes] == [
         ("acres_sim", "fake_game"), ("acres_sim", "sim_bridge"), ("acres_sim", "sim_bridge"),
-        ("acres_sim", "sim_control")]
+        *_described(2), ("acres_sim", "sim_control")]
 
 
 def test_launch_description_driven_session_starts_vehicle_bridges():
@@ -165,4 +191,5 @@ def test_launch_description_driven_session_starts_vehicle_bridges():
                               "lockstep": "true", "control_port": "5700", "vehicle_ports": "5611,5612"})
     assert [(n.node_package, n.node_executable) for n in nodes] == [
         ("acres_sim", "fake_game"), ("acres_sim", "sim_bridge"), ("acres_sim", "sim_bridge"),
-        ("acres_sim", "vehicle_bridge"), ("acres_sim", "vehicle_bridge"), ("acres_sim", "sim_control")]
+        ("acres_sim", "vehicle_bridge"), ("acres_sim", "vehicle_bridge"), *_described(2),
+        ("acres_sim", "sim_control")]

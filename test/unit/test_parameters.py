@@ -22,6 +22,7 @@ from acres_sim.nodes.parameters import (
     fake_game_config,
     sim_control_config,
     vehicle_bridge_config,
+    vehicle_description_config,
 )
 from acres_sim.net.loopback import NotLoopbackError, require_loopback
 
@@ -185,7 +186,8 @@ def test_parameters_become_the_converter_settings():
 # The ranges the descriptors advertise agree with each node's own check: the ends are accepted,
 # a step beyond is refused (0 itself stays refused where the check wants a positive number).
 _CONFIG = {"sim_bridge": bridge_config, "sim_control": sim_control_config,
-           "vehicle_bridge": vehicle_bridge_config, "fake_game": fake_game_config}
+           "vehicle_bridge": vehicle_bridge_config, "fake_game": fake_game_config,
+           "vehicle_description": lambda values: vehicle_description_config(values, "/polaris")}
 
 
 @pytest.mark.parametrize("table, spec", [(t, s) for t in NODES for s in t.specs if s.range is not None],
@@ -204,3 +206,12 @@ def test_every_advertised_range_is_the_nodes_own_check(table, spec):
             check({spec.name: above})
     if low > 0 or isinstance(spec.default, int):
         check({spec.name: low})
+
+
+def test_vehicle_description_names_its_agent_by_its_namespace_and_refuses_an_unknown_vehicle():
+    assert vehicle_description_config({}, "/polaris").agent == "polaris"
+    assert vehicle_description_config({"agent": "a2"}, "/polaris").agent == "a2"
+    with pytest.raises(ParameterError, match="no namespace"):
+        vehicle_description_config({}, "/")
+    with pytest.raises(ParameterError, match="polaris, maxxum, got 'combine'"):
+        vehicle_description_config({"vehicle": "combine"}, "/polaris")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from acres_sim.description.vehicle_urdf import VehicleGeometry
+from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
 from acres_sim.stream.hello import CameraConfig, Hello, InsConfig, LidarConfig
 
 VEHICLES = ("polaris", "maxxum")
@@ -97,3 +99,12 @@ def lidar_elevations_deg(vehicle: str) -> np.ndarray:
     if vehicle == "polaris":
         return np.array(_POLARIS_ELEVATIONS_DEG)
     return np.linspace(-20.0, 10.0, _MAXXUM_RINGS)
+
+
+def vehicle_geometry(vehicle: str) -> VehicleGeometry:
+    """The dimensions of a vehicle of the fake world (what its AgentInfo says), for its URDF."""
+    _check_vehicle(vehicle)
+    p = VEHICLE_PARAMS[vehicle]
+    origin = _POLARIS_BODY_ORIGIN if vehicle == "polaris" else _MAXXUM_BODY_ORIGIN
+    return VehicleGeometry(vehicle, p.wheelbase_m, p.track_m, p.wheel_radius_m, p.length_m, p.width_m,
+                           p.height_m, p.rear_overhang_m, tuple(float(v) for v in origin))

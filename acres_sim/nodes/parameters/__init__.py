@@ -16,9 +16,16 @@ from acres_sim.nodes.parameters.vehicle_bridge import (
     vehicle_bridge_config,
 )
 
-NODES = (BRIDGE, SIM_CONTROL, FAKE_GAME, VEHICLE_BRIDGE)
+from acres_sim.nodes.parameters.vehicle_description import (
+    VEHICLE_DESCRIPTION,
+    VehicleDescriptionConfig,
+    vehicle_description_config,
+)
+
+NODES = (BRIDGE, SIM_CONTROL, FAKE_GAME, VEHICLE_BRIDGE, VEHICLE_DESCRIPTION)
 
 __all__ = ["BRIDGE", "FAKE_GAME", "NODES", "SERVICE_CHUNK_STEPS", "SIM_CONTROL", "VEHICLE_BRIDGE",
-           "BridgeConfig", "FakeGameConfig", "NodeParameters", "ParamSpec", "ParameterError",
-           "SimControlConfig", "VehicleBridgeConfig", "bridge_config", "fake_game_config",
-           "sim_control_config", "vehicle_bridge_config"]
+           "VEHICLE_DESCRIPTION", "BridgeConfig", "FakeGameConfig", "NodeParameters", "ParamSpec",
+           "ParameterError", "SimControlConfig", "VehicleBridgeConfig", "VehicleDescriptionConfig",
+           "bridge_config", "fake_game_config", "sim_control_config", "vehicle_bridge_config",
+           "vehicle_description_config"]
