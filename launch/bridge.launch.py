@@ -27,7 +27,8 @@ ARGUMENTS = (
     ("ports", DEFAULT_PORTS, "Sensor stream ports, comma separated, one per agent (same order)."),
     ("host", "127.0.0.1", "Address of the sensor streams (loopback only)."),
     ("fake_game", "false", "true: also start fake_game serving these agents on these ports."),
-    ("vehicles", "", "fake_game vehicles (polaris | maxxum), one per agent; default: the agent names."),
+    ("vehicles", "", "The vehicles (polaris | maxxum), one per agent, for fake_game and the descriptions; "
+     "default: the agent names."),
     ("rviz", "false", "true: start rviz2 with config/acres_sim.rviz (a RobotModel for every agent)."),
     ("use_sim_time", "true", "use_sim_time for rviz2 (the bridges themselves run on wall time)."),
     ("params_file", config_file("bridge.yaml"), "sim_bridge parameters file."),

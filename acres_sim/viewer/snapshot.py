@@ -4,8 +4,11 @@
 
 The picture (acres_sim.viewer.snapshot_render): the latest camera image; a bird's-eye view of every LiDAR
 cloud of the period put into the world frame through /tf_static (the mount) and /tf (the vehicle
-pose at the cloud's stamp), coloured by height, with the INS and ground-truth tracks; and the last
-cloud as a range image. Exits 1, saying which, when a topic that has a publisher never delivered.
+pose at the cloud's stamp), coloured by height, with the INS and ground-truth tracks, the vehicles'
+outlines (every agent's from /sim/agents and /sim/agent_states where sim_control runs, else this
+agent's from its robot_description at its last ground-truth pose) and the objects of /sim/markers;
+and the last cloud as a range image. Exits 1, saying which, when a topic that has a publisher never
+delivered.
 """
 
 from __future__ import annotations
@@ -19,12 +22,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from acres_sim import topics
+from acres_sim.rotations import quaternion_yaw
 from acres_sim.viewer.snapshot_render import (
     FrameStore,
+    Outline,
     SnapshotData,
+    body_from_urdf,
     cloud_fields,
+    marker_outlines,
     render_png,
     transform_matrix,
+    vehicle_outline,
 )
 
 MAX_CLOUDS = 100  # kept for the picture: 10 s of a 10 Hz LiDAR
@@ -48,6 +56,11 @@ class Collected:
     base_frame: str = ""
     tf: list = field(default_factory=list)  # (stamp, parent, child, T)
     tf_static: list = field(default_factory=list)  # (parent, child, T)
+    pose: tuple[float, float, float] | None = None  # the last ground truth: x, y, yaw
+    description: str = ""  # the agent's robot_description
+    markers: list = field(default_factory=list)  # the last /sim/markers, as marker_outlines takes them
+    agents: dict = field(default_factory=dict)  # /sim/agents: name -> (length, width, rear overhang)
+    agent_poses: dict = field(default_factory=dict)  # the last /sim/agent_states: name -> (x, y, yaw)
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
@@ -130,9 +143,11 @@ def subscribe(node, args: argparse.Namespace) -> Subscriptions:
 
     def on_odom(track):
         def callback(msg) -> None:
-            p = msg.pose.pose.position
+            p, q = msg.pose.pose.position, msg.pose.pose.orientation
             track.append((p.x, p.y))
             got.base_frame = msg.child_frame_id
+            if track is got.truth:
+                got.pose = (p.x, p.y, quaternion_yaw((q.x, q.y, q.z, q.w)))
         return callback
 
     def on_tf(msg) -> None:
@@ -155,7 +170,63 @@ def subscribe(node, args: argparse.Namespace) -> Subscriptions:
             TFMessage, topics.TF_STATIC, counted("tf_static", on_tf_static),
             QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL)),
     }
+    _subscribe_outlines(node, args, got)
     return Subscriptions(got, counts, subs, names)
+
+
+def _subscribe_outlines(node, args: argparse.Namespace, got: Collected) -> None:
+    """robot_description, /sim/markers, /sim/agents and /sim/agent_states: where they are published."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from std_msgs.msg import String
+
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                         reliability=ReliabilityPolicy.RELIABLE)
+
+    def on_description(msg) -> None:
+        got.description = msg.data
+
+    node.create_subscription(String, _full(args.namespace, topics.ROBOT_DESCRIPTION), on_description, latched)
+    try:
+        from visualization_msgs.msg import MarkerArray
+    except ImportError:
+        MarkerArray = None
+    if MarkerArray is not None:
+        def on_markers(msg) -> None:
+            got.markers = [{"ns": m.ns, "id": m.id, "type": m.type, "text": m.text,
+                            "position": (m.pose.position.x, m.pose.position.y, m.pose.position.z),
+                            "orientation": (m.pose.orientation.x, m.pose.orientation.y,
+                                            m.pose.orientation.z, m.pose.orientation.w),
+                            "scale": (m.scale.x, m.scale.y, m.scale.z)} for m in msg.markers]
+        node.create_subscription(MarkerArray, topics.SIM_MARKERS, on_markers, latched)
+    try:
+        from acres_interfaces.msg import Agents, AgentStates
+    except ImportError:
+        return
+
+    def on_agents(msg) -> None:
+        got.agents = {a.name: (a.length_m, a.width_m, a.rear_overhang_m)
+                      for a in msg.agents if a.length_m > 0}
+
+    def on_states(msg) -> None:
+        got.agent_poses = {a.name: (a.pose.position.x, a.pose.position.y, a.heading_rad) for a in msg.agents}
+
+    node.create_subscription(Agents, topics.SIM_AGENTS, on_agents, latched)
+    node.create_subscription(AgentStates, topics.SIM_AGENT_STATES, on_states, QoSProfile(depth=10))
+
+
+def outlines(got: Collected) -> list[Outline]:
+    """The vehicles (every agent with sim_control, else this one from its description) and objects."""
+    shown = [vehicle_outline(name, *got.agent_poses[name], *size)
+             for name, size in got.agents.items() if name in got.agent_poses]
+    if not shown and got.description and got.pose is not None:
+        body = body_from_urdf(got.description)
+        base_link = got.base_frame.replace("base_footprint", "base_link")
+        origin = next((t[0, 3] for parent, child, t in got.tf_static if child == base_link), 0.0)
+        if body is not None:
+            length, width, behind_base_link = body
+            shown.append(vehicle_outline(got.base_frame.split("/")[0] if "/" in got.base_frame else "",
+                                         *got.pose, length, width, behind_base_link - origin))
+    return shown + marker_outlines(got.markers)
 
 
 def build_snapshot(got: Collected, title: str) -> SnapshotData:
@@ -185,6 +256,7 @@ def build_snapshot(got: Collected, title: str) -> SnapshotData:
         ins_track=np.array(got.ins).reshape(-1, 2),
         truth_track=np.array(got.truth).reshape(-1, 2),
         clouds=used,
+        outlines=outlines(got),
     )
 
 
@@ -222,7 +294,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     out = render_png(data, args.out)
-    print(f"snapshot: wrote {out.resolve()}")
+    vehicles = sum(o.vehicle for o in data.outlines)
+    print(f"snapshot: wrote {out.resolve()} ({vehicles} vehicle and {len(data.outlines) - vehicles} object "
+          "outlines)")
     return 0
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from acres_sim.rotations import quaternion_to_matrix
+from acres_sim.bodies import vehicle_body
+from acres_sim.rotations import quaternion_to_matrix, quaternion_yaw
 
 # sensor_msgs/PointField datatypes -> numpy
 BEV_HALF_SPAN_M = 75.0  # the bird's-eye view shows this far around the middle of the drive
@@ -96,6 +97,66 @@ def cloud_fields(data: bytes, fields: Sequence[tuple[str, int, int]], point_step
     return np.frombuffer(data, dtype, count)
 
 
+@dataclass(frozen=True)
+class Outline:
+    """A footprint seen from above: a polygon (a vehicle's body, a box) or a circle (radius > 0)."""
+
+    name: str
+    points: tuple[tuple[float, float], ...]  # the polygon's corners, or the circle's centre
+    radius: float = 0.0
+    vehicle: bool = False
+
+
+def body_from_urdf(urdf: str) -> tuple[float, float, float] | None:
+    """(length, width, rear overhang behind base_link's x) of a vehicle description's body: the
+    collision box of its root link (acres_sim/description/vehicle_urdf.py writes one)."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        robot = ET.fromstring(urdf)
+    except ET.ParseError:
+        return None
+    box = robot.find("link/collision/geometry/box")
+    origin = robot.find("link/collision/origin")
+    if box is None or origin is None:
+        return None
+    length, width, _height = (float(v) for v in box.get("size", "0 0 0").split())
+    x = float(origin.get("xyz", "0 0 0").split()[0])
+    return length, width, 0.5 * length - x
+
+
+def vehicle_outline(name: str, x: float, y: float, yaw: float, length: float, width: float,
+                    rear_overhang: float) -> Outline:
+    """A vehicle's body with base_footprint at (x, y) heading yaw (rear_overhang behind it)."""
+    body = vehicle_body(name, x, y, yaw, 0.0, length, width, 0.0, rear_overhang)
+    return Outline(name, tuple(body.corners()), vehicle=True)
+
+
+def marker_outlines(markers: Sequence[dict]) -> list[Outline]:
+    """The objects of a /sim/markers MarkerArray, each marker a dict of ns, id, type, text and
+    position, orientation (x, y, z, w) and scale as tuples: the boxes and cylinders of the namespace
+    "objects", named by the texts of "object_names"."""
+    names = {m["id"]: m["text"] for m in markers if m["ns"] == "object_names"}
+    out = []
+    for m in markers:
+        if m["ns"] != "objects":
+            continue
+        x, y = m["position"][:2]
+        sx, sy = m["scale"][:2]
+        q = m["orientation"]
+        name = names.get(m["id"], "")
+        if m["type"] == 1:  # CUBE
+            yaw = quaternion_yaw(q)
+            c, s = np.cos(yaw), np.sin(yaw)
+            hx, hy = sx / 2, sy / 2
+            corners = [(x + c * u - s * v, y + s * u + c * v)
+                       for u, v in ((hx, hy), (-hx, hy), (-hx, -hy), (hx, -hy))]
+            out.append(Outline(name, tuple(corners)))
+        else:  # CYLINDER (and anything round)
+            out.append(Outline(name, ((x, y),), radius=0.5 * sx))
+    return out
+
+
 @dataclass
 class SnapshotData:
     """What one picture shows; the node fills it from the messages it received."""
@@ -107,6 +168,7 @@ class SnapshotData:
     ins_track: np.ndarray  # (M, 2) x, y in the world frame
     truth_track: np.ndarray  # (K, 2)
     clouds: int = 0
+    outlines: list[Outline] = field(default_factory=list)  # vehicles and objects, seen from above
 
 
 def bird_eye_grid(points: np.ndarray, cell_m: float = 0.25) -> tuple[np.ndarray, tuple[float, ...]]:
@@ -156,6 +218,7 @@ def render_png(data: SnapshotData, path: str | Path) -> Path:
         ax_bev.plot(data.truth_track[:, 0], data.truth_track[:, 1], "w-", lw=2.5, label="ground truth")
     if len(data.ins_track):
         ax_bev.plot(data.ins_track[:, 0], data.ins_track[:, 1], "r--", lw=1.5, label="INS")
+    _draw_outlines(ax_bev, data.outlines)
     ax_bev.set_aspect("equal")
     ax_bev.set_xlabel("x east (m)")
     ax_bev.set_ylabel("y north (m)")
@@ -177,3 +240,17 @@ def render_png(data: SnapshotData, path: str | Path) -> Path:
     fig.savefig(out)
     plt.close(fig)
     return out
+
+
+def _draw_outlines(ax, outlines: Sequence[Outline]) -> None:
+    from matplotlib.patches import Circle, Polygon
+
+    for o in outlines:
+        colour = "white" if o.vehicle else "orange"
+        if o.radius > 0.0:
+            ax.add_patch(Circle(o.points[0], o.radius, fill=False, edgecolor=colour, lw=2))
+        else:
+            ax.add_patch(Polygon(o.points, closed=True, fill=False, edgecolor=colour, lw=2))
+        if o.name:
+            x, y = np.mean(o.points, axis=0)
+            ax.annotate(o.name, (x, y), xytext=(4, 4), textcoords="offset points", color=colour, fontsize=8)

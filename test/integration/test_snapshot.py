@@ -12,8 +12,13 @@ import pytest
 from support.bridge import REPO, free_port, ros_env, start_bridge, start_fake_game
 
 from harness import converted
+from harness.processes import Proc
+from acres_sim.bodies import vehicle_body
 from acres_sim.convert.converter import FrameConverter
 from acres_sim.stream.protocol import FrameHeader, FrameType, decode_lidar, encode_lidar
+from acres_sim.description.vehicle_urdf import vehicle_urdf
+from acres_sim.fake_game.simulation.vehicles import vehicle_geometry
+from acres_sim.viewer.snapshot import Collected, outlines
 from acres_sim.viewer.snapshot_render import (
     FrameStore,
     SnapshotData,
@@ -78,6 +83,28 @@ def test_render_png_writes_a_picture(tmp_path):
     assert out.stat().st_size > 20_000
 
 
+def test_the_outlines_are_the_vehicles_body_at_its_pose_and_the_objects_markers():
+    g = vehicle_geometry("maxxum")
+    got = Collected(base_frame="maxxum/base_footprint", pose=(10.0, -5.0, 0.7),
+                    description=vehicle_urdf(g, "maxxum/", "maxxum"),
+                    tf_static=[("maxxum/base_footprint", "maxxum/base_link",
+                                transform_matrix(g.body_origin_flu_m, (0, 0, 0, 1)))])
+    got.markers = [
+        {"ns": "objects", "id": 0, "type": 3, "text": "", "position": (3.0, 4.0, 0.6),
+         "orientation": (0, 0, 0, 1), "scale": (1.5, 1.5, 1.2)},
+        {"ns": "object_names", "id": 0, "type": 9, "text": "bale1", "position": (3.0, 4.0, 1.6),
+         "orientation": (0, 0, 0, 1), "scale": (0, 0, 0.35)},
+        {"ns": "objects", "id": 1, "type": 1, "text": "", "position": (0.0, 0.0, 0.45),
+         "orientation": _yaw(90), "scale": (2.4, 1.2, 0.9)}]
+    vehicle, bale, square = outlines(got)
+    want = vehicle_body("maxxum", 10.0, -5.0, 0.7, 0.0, g.length_m, g.width_m, 0.0, g.rear_overhang_m)
+    assert vehicle.vehicle and vehicle.name == "maxxum"
+    np.testing.assert_allclose(vehicle.points, want.corners(), atol=1e-9)
+    assert (bale.name, bale.points, bale.radius) == ("bale1", ((3.0, 4.0),), 0.75)
+    np.testing.assert_allclose(sorted(square.points), sorted([(0.6, 1.2), (-0.6, 1.2), (-0.6, -1.2),
+                                                              (0.6, -1.2)]), atol=1e-9)
+
+
 def _snapshot(domain: int, out, namespace: str, seconds: float = 3.0) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "acres_sim.viewer.snapshot", "--seconds", str(seconds),
                            "--out",
@@ -90,17 +117,21 @@ def test_snapshot_of_the_fake_game(tmp_path, vehicle):
     domain = 192
     port = free_port()
     game = start_fake_game(["--port", str(port), "--vehicle", vehicle], domain)
-    bridge = None
+    bridge = description = None
     try:
         game.wait_for("LISTENING", 60)
         bridge = start_bridge(port, domain, namespace=f"/{vehicle}")
+        description = Proc([sys.executable, "-m", "acres_sim.nodes.vehicle_description", "--ros-args",
+                            "-p", f"vehicle:={vehicle}", "-r", f"__ns:=/{vehicle}"], ros_env(domain),
+                           "vehicle_description")
         run = _snapshot(domain, tmp_path / "shot.png", f"/{vehicle}")
     finally:
-        if bridge is not None:
-            bridge.stop()
+        for proc in (description, bridge):
+            if proc is not None:
+                proc.stop()
         game.stop()
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "wrote" in run.stdout
+    assert "wrote" in run.stdout and "(1 vehicle and 0 object outlines)" in run.stdout
     assert (tmp_path / "shot.png").stat().st_size > 50_000
 
 
