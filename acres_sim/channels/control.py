@@ -10,6 +10,8 @@ episode log.
     {"op": "pause"} / {"op": "play"} / {"op": "status"}  -> {"ok": true, ...} (status: the step, the
         time, paused, the agents, and "watchers": how many watch connections hear the episode)
     {"op": "reset", "scope": "time" | "state" | "all" | "spawned"}  -> {"ok": true, "step", "time_s"}
+        "seed": N (scope all only) starts every random process anew from seed N (the sensors'
+        noise, the INS errors); without it they start from the seed they had
     {"op": "entities"}  -> {"ok": true, "entities": [...]}
     {"op": "get_state", "name": E}  -> {"ok": true, "name": E, "agent": E, "position": [...], ...}
     {"op": "set_state", "name": E, "position": [x, y, z], "orientation": [x, y, z, w],
@@ -165,6 +167,16 @@ def reset_scope(value: Any) -> str:
     if value not in RESET_SCOPES:
         raise BadRequest(f"scope must be one of {', '.join(RESET_SCOPES)}, got {value!r}")
     return str(value)
+
+
+def reset_seed(scope: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 63:
+        raise BadRequest(f"seed must be an integer from 0 to 2^63 - 1, got {value!r}")
+    if scope != "all":
+        raise BadRequest(f"a seed takes scope all (the world starts again), not {scope!r}")
+    return value
 
 
 def file_name(value: Any) -> str:

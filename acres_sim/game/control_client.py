@@ -86,10 +86,11 @@ class ControlClient:
     def paused(self) -> bool:
         return bool(self.request({"op": "status"})["paused"])
 
-    def reset(self, scope: str) -> StepDone:
+    def reset(self, scope: str, seed: int | None = None) -> StepDone:
         """scope: time (world clock back to 0), state (agents back to their starts), all, or spawned
-        (the spawned objects leave); the world's step and time after it."""
-        answer = self.request({"op": "reset", "scope": scope})
+        (the spawned objects leave); the world's step and time after it. seed (all): every random
+        process of the world starts anew from it."""
+        answer = self.request({"op": "reset", "scope": scope, **({} if seed is None else {"seed": seed})})
         return StepDone(int(answer["step"]), float(answer["time_s"]))
 
     def entities(self) -> list[str]:

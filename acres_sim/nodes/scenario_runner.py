@@ -38,6 +38,7 @@ from acres_sim.scenario.judge import Judge
 from acres_sim.scenario.model import Event, Scenario
 from acres_sim.scenario.scenario_file import ScenarioError, load
 from acres_sim.scenario.scripted import WaypointDriver
+from acres_sim.scenario.world_setup import prepare_world, wait_for_game
 from acres_sim.stream.timing import PHYSICS_HZ
 from acres_sim.topics import (
     ACKERMANN_CMD,
@@ -52,7 +53,6 @@ COMMAND_TOPICS = (ACKERMANN_CMD, CMD_VEL, STEERING_CMD, THROTTLE_CMD, BRAKE_CMD,
 
 READY_TIMEOUT_S = 120.0  # the session's processes up and matched
 BARRIER_TIMEOUT_S = 30.0
-PARKING_M = 5000.0  # where the agents wait while the world is put together (off the map)
 DISCOVERY_SETTLE_S = 2.0  # a new participant's endpoints are matched within this on one host
 REPUBLISH_EVERY_S = 0.5  # the start's states again while the stack has not answered them
 PROGRESS_EVERY_S = 2.0
@@ -174,28 +174,8 @@ class ScenarioRun:
 
     def _prepare(self, game: Any) -> None:
         """The world as the file says, the agents standing at their start, before the first step."""
-        s = self.scenario
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
-            try:
-                status = game.request({"op": "status"})
-                break
-            except Exception:  # noqa: BLE001 -- the game is still opening its channel
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-        if s.conditions:
-            game.set_conditions(s.conditions)
-        for agent, shift in s.shifts.items():
-            game.set_shift(agent, shift)
-        # Every agent out of the way first (an object may stand where an agent's route starts, an
-        # agent where another's does), then the objects, then each agent at its start.
-        for index, a in enumerate(s.agents):
-            game.set_state(a.name, (PARKING_M, PARKING_M + 10.0 * index, 0.0), (0.0, 0.0, 0.0, 1.0))
-        for o in s.objects:
-            game.spawn(o.name, o.uri, (o.pose.x, o.pose.y, 0.0), o.pose.quaternion())
-        for a in s.agents:
-            game.set_state(a.name, (a.pose.x, a.pose.y, 0.0), a.pose.quaternion(), on_ground=True)
+        status = wait_for_game(game, READY_TIMEOUT_S)
+        prepare_world(game, self.scenario)
         self.world_time_s = float(status["time_s"])
 
     def _wait_watchers(self, game: Any, session: Any) -> None:

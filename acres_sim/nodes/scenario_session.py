@@ -7,91 +7,16 @@ and is stopped with SIGINT, then SIGKILL.
 
 from __future__ import annotations
 
-import ctypes
-import os
-import re
 import secrets
-import signal
-import subprocess
 import sys
-import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from acres_sim.nodes.launch_plan import plan_launch
 from acres_sim.scenario.model import Scenario
+from acres_sim.scenario.processes import Child, SessionFailed, start_fake_game
 
-STOP_WAIT_S = 10.0
-PR_SET_PDEATHSIG = 1  # prctl(2)
-
-
-class SessionFailed(RuntimeError):
-    """The session could not start, or one of its processes died: the message says which and why."""
-
-
-class Child:
-    """A child process with its output in a file (and its lines kept for waiting on them)."""
-
-    def __init__(self, name: str, args: list[str], env: Mapping[str, str], log_dir: Path,
-                 shell: bool = False):
-        self.name = name
-        self.lines: list[str] = []
-        self._new = threading.Condition()
-        self._log = open(log_dir / f"{name}.log", "w", encoding="utf-8")  # noqa: SIM115 -- closed in stop()
-        self.proc = subprocess.Popen(args if not shell else args[0], env=dict(env), shell=shell,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                     start_new_session=True, preexec_fn=_end_with_the_runner)
-        self._reader = threading.Thread(target=self._read, name=f"{name}-output", daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._log.write(line)
-            self._log.flush()
-            with self._new:
-                self.lines.append(line.rstrip("\n"))
-                self._new.notify_all()
-        with self._new:
-            self._new.notify_all()
-
-    def wait_line(self, pattern: str, timeout_s: float) -> re.Match:
-        regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout_s
-        seen = 0
-        with self._new:
-            while True:
-                for line in self.lines[seen:]:
-                    match = regex.search(line)
-                    if match:
-                        return match
-                seen = len(self.lines)
-                if self.proc.poll() is not None and not self._reader.is_alive():
-                    raise SessionFailed(f"{self.name} ended (exit {self.proc.returncode}) before it was "
-                                        f"ready: {' / '.join(self.lines[-5:])}")
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise SessionFailed(f"{self.name} was not ready within {timeout_s:g} s")
-                self._new.wait(min(left, 0.2))
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self) -> int | None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGINT)
-                self.proc.wait(STOP_WAIT_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5.0)
-            except ProcessLookupError:
-                pass
-        self._reader.join(2.0)
-        self._log.close()
-        return self.proc.returncode
+__all__ = ["Child", "RunSession", "SessionFailed"]
 
 
 class RunSession:
@@ -112,18 +37,12 @@ class RunSession:
         s = self.scenario
         agents = [a.name for a in s.agents]
         lockstep = s.pace == "lockstep"
-        game = [sys.executable, "-m", "acres_sim.fake_game", "--control-port", "0",
-                "--ports", ",".join("0" for _ in agents), "--vehicle-ports", ",".join("0" for _ in agents),
-                "--vehicles", ",".join(a.vehicle for a in s.agents), "--agents", ",".join(agents),
-                "--seed", str(s.seed), "--stepping-token", self.token,
-                "--lockstep", *self.game_args]  # held until the runner steps it or plays it (real time)
-        self.game = self._start("fake_game", game)
-        ports = [int(self.game.wait_line(rf"^ACRES_SENSOR_STREAM_LISTENING agent={a} port=(\d+)$",
-                                         timeout_s).group(1)) for a in agents]
-        vehicle_ports = [int(self.game.wait_line(rf"^ACRES_VEHICLE_BRIDGE_LISTENING agent={a} port=(\d+)$",
-                                                 timeout_s).group(1)) for a in agents]
-        self.control_port = int(self.game.wait_line(r"^ACRES_SIM_CONTROL_LISTENING port=(\d+)$",
-                                                    timeout_s).group(1))
+        # held until the runner steps it or plays it (real time); the stepping token makes it the runner's
+        game = start_fake_game(agents, [a.vehicle for a in s.agents], s.seed, self.run_dir, self.env,
+                               ["--stepping-token", self.token, *self.game_args], timeout_s)
+        self.game = game.child
+        self.children.append(game.child)
+        ports, vehicle_ports, self.control_port = game.ports, game.vehicle_ports, game.control_port
         # The launch file's plan for the same session (its fake game is the one started above).
         plan = plan_launch(agents=",".join(agents), ports=",".join(map(str, ports)),
                            control_port=self.control_port, vehicle_ports=",".join(map(str, vehicle_ports)),
@@ -162,16 +81,6 @@ class RunSession:
         child = Child(name, args, self.env, self.run_dir, shell)
         self.children.append(child)
         return child
-
-
-def _end_with_the_runner() -> None:
-    """(in the child, before exec) SIGTERM when the runner's thread that started it dies: a runner
-    killed with SIGKILL leaves no session behind (Linux; elsewhere nothing)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
 
 
 def _node(executable: str, namespace: str, parameters: Mapping[str, object]) -> list[str]:

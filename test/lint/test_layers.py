@@ -38,6 +38,9 @@ ALLOWED = (
                           "acres_sim.description")),
     # a scenario is checked against the fake world's vehicles, catalogue and ranges
     ("acres_sim.scenario", ("acres_sim.fake_game", "acres_sim.episode", "acres_sim.stream")),
+    # a learner's world: the scenario's, through the game's own clients (no ROS graph)
+    ("acres_sim.learn", ("acres_sim.scenario", "acres_sim.fake_game", "acres_sim.game", "acres_sim.stream",
+                         "acres_sim.drive")),
     ("acres_sim.nodes", ("acres_sim.stream", "acres_sim.convert", "acres_sim.middleware", "acres_sim.game",
                          "acres_sim.drive", "acres_sim.control", "acres_sim.fake_game", "acres_sim.episode",
                          "acres_sim.scenario", "acres_sim.description")),
@@ -48,7 +51,7 @@ ALLOWED = (
 )
 ROS_FREE = ("acres_sim.net", "acres_sim.channels", "acres_sim.stream", "acres_sim.control",
             "acres_sim.convert", "acres_sim.game", "acres_sim.drive", "acres_sim.fake_game",
-            "acres_sim.episode", "acres_sim.scenario", "acres_sim.description")
+            "acres_sim.episode", "acres_sim.scenario", "acres_sim.description", "acres_sim.learn")
 
 
 def _module_name(path: Path) -> str:

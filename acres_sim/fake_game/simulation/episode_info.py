@@ -49,4 +49,6 @@ class EpisodeInfo(StepOwner):
 
     def after_reset(self, reset: ResetContext) -> None:
         if reset.scope == "all":
+            if reset.seed is not None:
+                self.seed = reset.seed
             self.new_episode(reset.t, reset.replay_of)

@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from acres_sim.channels.control import NotPaused, SessionEnded, reset_scope, step_count
+from acres_sim.channels.control import NotPaused, SessionEnded, reset_scope, reset_seed, step_count
 from acres_sim.fake_game.simulation.driving import AgentDriving
 from acres_sim.fake_game.simulation.render_pool import RenderPool
 from acres_sim.fake_game.simulation.session_agent import SessionAgent, open_agent
@@ -215,20 +215,21 @@ class Session:
                 self._finished.set()
             return step, stamp
 
-    def reset(self, scope: Any) -> tuple[int, float]:
+    def reset(self, scope: Any, seed: Any = None) -> tuple[int, float]:
         """Reset the world clock ("time"), the agents' poses ("state"), both ("all") or the spawned
-        objects ("spawned", the owners' alone)."""
+        objects ("spawned", the owners' alone); seed (all): every random process from it anew."""
         scope = reset_scope(scope)
+        seed = reset_seed(scope, seed)
         with self.between_steps():
-            self.reset_held(scope)
+            self.reset_held(scope, seed=seed)
             return self._step, world_time(self._step)
 
-    def reset_held(self, scope: str, to_step: int = 0, replay_of: str = "") -> None:
+    def reset_held(self, scope: str, to_step: int = 0, replay_of: str = "", seed: int | None = None) -> None:
         """(between_steps) The reset itself: the owners before and after, the clock and the agents
         in between, then the Vehicle Bridges hear of it (the state now, then a barrier)."""
         clock_back = scope in ("time", "all")
         target = to_step if clock_back else self._step
-        before = ResetContext(scope, self._step, target, world_time(target), replay_of)
+        before = ResetContext(scope, self._step, target, world_time(target), replay_of, seed)
         for owner in self._owners:
             owner.before_reset(before)
         if clock_back:
@@ -236,6 +237,8 @@ class Session:
             self._step = to_step
             for agent in self.agents:
                 if scope == "all":
+                    if seed is not None:
+                        agent.simulator.seed = seed
                     agent.simulator.restart()
                     if agent.driving is not None:
                         agent.driving.stop()
@@ -252,7 +255,7 @@ class Session:
                 if agent.driving is not None:
                     agent.driving.stop()
         now = world_time(self._step)
-        after = ResetContext(scope, before.from_step, self._step, now, replay_of)
+        after = ResetContext(scope, before.from_step, self._step, now, replay_of, seed)
         for owner in self._owners:
             owner.after_reset(after)
         for agent in self.agents:

@@ -41,6 +41,7 @@ class ResetContext:
     step: int  # where it is (after_reset) or goes (before_reset)
     t: float  # world time of `step`
     replay_of: str = ""  # a reset that starts a replay: the log's path
+    seed: int | None = None  # a reset ALL with a new seed
 
 
 class StepOwner:
@@ -83,5 +84,5 @@ class WorldLoop(Protocol):
     def holding(self) -> AbstractContextManager[None]:
         """The world's lock (not in the middle of a step), renders may be in flight: for reads."""
 
-    def reset_held(self, scope: str, to_step: int = 0, replay_of: str = "") -> None:
+    def reset_held(self, scope: str, to_step: int = 0, replay_of: str = "", seed: int | None = None) -> None:
         """(inside between_steps) Reset the world as reset() does."""

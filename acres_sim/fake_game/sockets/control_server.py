@@ -207,7 +207,7 @@ def _spawn(world: FakeWorld, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _reset(world: FakeWorld, request: dict[str, Any]) -> dict[str, Any]:
-    step, time_s = world.session.reset(request.get("scope"))
+    step, time_s = world.session.reset(request.get("scope"), request.get("seed"))
     return {"step": step, "time_s": time_s}
 
 

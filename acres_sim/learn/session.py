@@ -1,0 +1,255 @@
+"""A learner's own world (ROS-free): a fake game started for it (ports of the system's choosing, ended
+with the process that started it), its control channel, episode feed, Vehicle Bridges and, where
+the observations need them, its sensor streams; one lockstep step of the agents' commands at a time.
+No ROS graph: each socket of the game serves this session alone.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from acres_sim.channels.vehicle import GEAR_DRIVE, GEAR_REVERSE, VehicleCommand, VehicleInfo, VehicleReport
+from acres_sim.drive.speed_control import SpeedController
+from acres_sim.game.control_client import ControlClient
+from acres_sim.game.episode_feed import EpisodeFeed
+from acres_sim.game.vehicle_client import VehicleClient
+from acres_sim.learn.observations import range_image, resampled
+from acres_sim.scenario.criteria import CROP_CRUSHED
+from acres_sim.scenario.judge import Judge
+from acres_sim.scenario.model import Scenario
+from acres_sim.scenario.processes import GameProcess, start_fake_game
+from acres_sim.scenario.world_setup import prepare_world, wait_for_game
+from acres_sim.stream.client import Frame, StreamClient
+from acres_sim.stream.protocol import FrameType
+
+READY_TIMEOUT_S = 120.0
+ANSWER_TIMEOUT_S = 60.0  # a step request, the vehicles' answers, a step's states and frames
+SPEED_KP, SPEED_KI = 1.0, 0.5  # vehicle_bridge's defaults
+
+
+class SessionDied(RuntimeError):
+    """The game went away or stopped answering: the message says what and where its output is."""
+
+
+class _Sensors:
+    """One agent's stream: the latest LiDAR range image and camera image, and the barrier's step."""
+
+    def __init__(self, port: int, lidar_columns: int, camera_size: tuple[int, int] | None):
+        self.lidar_columns, self.camera_size = lidar_columns, camera_size
+        self.lidar: np.ndarray | None = None
+        self.camera: np.ndarray | None = None
+        self.barrier = -1
+        self._new = threading.Condition()
+        self.client = StreamClient("127.0.0.1", port, self._on_frame, reconnect_min_s=0.1,
+                                   reconnect_max_s=0.5)
+        self.client.start()
+
+    def _on_frame(self, frame: Frame) -> None:
+        with frame:
+            if frame.type == FrameType.LIDAR:
+                self.lidar = range_image(frame.data.points, self.lidar_columns)
+            elif frame.type == FrameType.CAMERA and self.camera_size is not None:
+                self.camera = resampled(frame.data.pixels, *self.camera_size)
+            elif frame.type == FrameType.BARRIER:
+                with self._new:
+                    self.barrier = int(frame.data)
+                    self._new.notify_all()
+
+    def wait_barrier(self, step: int, timeout_s: float) -> bool:
+        with self._new:
+            return self._new.wait_for(lambda: self.barrier >= step, timeout_s)
+
+    def forget(self) -> None:
+        with self._new:
+            self.barrier = -1
+
+
+class LearnerSession:
+    """The world of one environment. observe: which of "lidar", "camera" the streams must deliver."""
+
+    def __init__(self, scenario: Scenario, observe: Sequence[str], lidar_columns: int,
+                 camera_size: tuple[int, int] | None, game_args: Sequence[str] = (),
+                 env: Mapping[str, str] | None = None, timeout_s: float = READY_TIMEOUT_S):
+        self.scenario = scenario
+        self.agents = [a.name for a in scenario.agents]
+        self.dir = Path(tempfile.mkdtemp(prefix=f"acres_learn_{scenario.name}_"))
+        self._lock = threading.Lock()
+        self._latched: dict[str, dict[str, Any]] = {}
+        self.judge = Judge(scenario, math.inf, lambda status: None)
+        self.states: dict[str, dict[str, Any]] = {}
+        self.contacts = {a: 0 for a in self.agents}
+        self.crushed = {a: 0.0 for a in self.agents}
+        self._problems: list[str] = []
+        self.infos: dict[str, VehicleInfo] = {}
+        self.reports: dict[str, VehicleReport] = {}
+        self._info_ready = threading.Condition()
+        self.game: GameProcess | None = None
+        self.feed: EpisodeFeed | None = None
+        self.vehicles: dict[str, VehicleClient] = {}
+        self.sensors: dict[str, _Sensors] = {}
+        self.speed = {a: SpeedController(SPEED_KP, SPEED_KI) for a in self.agents}
+        try:
+            self.game = start_fake_game(self.agents, [a.vehicle for a in scenario.agents], scenario.seed,
+                                        self.dir, dict(os.environ if env is None else env),
+                                        ["--realtime-factor", "0", *game_args], timeout_s, "fake_game")
+            self.control = ControlClient(self.game.control_port, timeout_s=ANSWER_TIMEOUT_S)
+            wait_for_game(self.control, timeout_s)
+            self.feed = EpisodeFeed(self.game.control_port, self._on_event, self._problems.append)
+            self.feed.start()
+            for agent, port in zip(self.agents, self.game.vehicle_ports):
+                client = VehicleClient(port, on_info=lambda info, a=agent: self._on_info(a, info),
+                                       on_report=lambda r, a=agent: self.reports.__setitem__(a, r),
+                                       on_barrier=lambda step, t: None, reconnect_min_s=0.1,
+                                       reconnect_max_s=0.5)
+                client.start()
+                self.vehicles[agent] = client
+            if set(observe) & {"lidar", "camera"}:
+                for agent, port in zip(self.agents, self.game.ports):
+                    camera = camera_size if "camera" in observe else None
+                    self.sensors[agent] = _Sensors(port, lidar_columns, camera)
+            with self._info_ready:
+                if not self._info_ready.wait_for(lambda: len(self.infos) == len(self.agents), timeout_s):
+                    raise SessionDied("the Vehicle Bridges did not describe their vehicles within "
+                                      f"{timeout_s:g} s{self._where()}")
+        except BaseException:
+            self.close()
+            raise
+
+    # -- the episode --------------------------------------------------------------------------
+
+    def reset(self, seed: int) -> float:
+        """The world as the scenario starts it, with every random process from `seed`, after one
+        command period with every agent standing (so that every sensor has a frame): its world time."""
+        self._check()
+        with self._lock:
+            self.judge = Judge(self.scenario, math.inf, lambda status: None)
+            for event in ("agents", "objects"):
+                if event in self._latched:
+                    self.judge.on_event(event, self._latched[event])
+        assert self.feed is not None
+        self.feed.forget_steps()
+        for sensors in self.sensors.values():
+            sensors.forget()
+        self._call(lambda: self.control.reset("all", seed=seed))
+        self._call(lambda: prepare_world(self.control, self.scenario))
+        for controller in self.speed.values():
+            controller.reset()
+        for agent in self.agents:  # standing, brakes on
+            self.vehicles[agent].send(VehicleCommand(brake=1.0))
+        t = self.step(self.command_steps)
+        with self._lock:
+            self.judge.start_s = t
+        return t
+
+    @property
+    def command_steps(self) -> int:
+        from acres_sim.stream.timing import PHYSICS_HZ
+        return max(1, round(self.scenario.command_period_s * PHYSICS_HZ))
+
+    def command(self, agent: str, speed_mps: float, steer_rad: float, dt: float, stamp_s: float) -> None:
+        """Ask the agent's vehicle for a speed and a road-wheel angle from now on (pedals by the
+        speed controller, from its last report; the gear of the speed's sign)."""
+        report = self.reports.get(agent)
+        measured = report.speed_mps if report is not None else 0.0
+        info = self.infos[agent]
+        forward = speed_mps >= 0.0
+        if (measured < -0.1 and forward) or (measured > 0.1 and not forward):
+            throttle, brake = 0.0, 1.0  # the other way first: stop
+            self.speed[agent].reset()
+        else:
+            throttle, brake = self.speed[agent].pedals(info.model, abs(speed_mps), 0.0, abs(measured), dt)
+        self.vehicles[agent].send(VehicleCommand(steer_request_rad=steer_rad, throttle=throttle, brake=brake,
+                                                 gear=GEAR_DRIVE if forward else GEAR_REVERSE))
+
+    def step(self, steps: int) -> float:
+        """Once the game holds every command: `steps` physics steps, their states judged and every
+        stream's frames in. The world time reached."""
+        self._check()
+        deadline = time.monotonic() + ANSWER_TIMEOUT_S
+        while not all(v.all_answered for v in self.vehicles.values()):
+            if time.monotonic() > deadline:
+                raise SessionDied("the game did not answer the vehicles' commands within "
+                                  f"{ANSWER_TIMEOUT_S:g} s{self._where()}")
+            time.sleep(0.0005)
+        with self._lock:
+            self.contacts = {a: 0 for a in self.agents}
+            self.crushed = {a: 0.0 for a in self.agents}
+        done = self._call(lambda: self.control.step(steps))
+        assert self.feed is not None
+        if not self.feed.wait_handled(done.step, ANSWER_TIMEOUT_S):
+            raise SessionDied(f"the states of step {done.step} did not come{self._where()}")
+        for agent, sensors in self.sensors.items():
+            if not sensors.wait_barrier(done.step, ANSWER_TIMEOUT_S):
+                raise SessionDied(f"{agent}'s sensor stream did not reach step {done.step}{self._where()}")
+        return done.time_s
+
+    # -- the feed (its own thread) ------------------------------------------------------------------
+
+    def _on_event(self, event: str, body: dict[str, Any]) -> None:
+        with self._lock:
+            if event in ("agents", "objects"):
+                self._latched[event] = body
+            elif event == "contacts":
+                for c in body.get("contacts", []):
+                    for name in (c["agent"], c["other"]):
+                        if name in self.contacts:
+                            self.contacts[name] += 1
+            elif event == "farm_events":
+                for e in body.get("events", []):
+                    if e.get("kind") == CROP_CRUSHED and e.get("agent") in self.crushed:
+                        self.crushed[e["agent"]] += float(e.get("value", 0.0))
+            elif event == "states":
+                self.states = {a["name"]: a for a in body.get("agents", [])}
+            self.judge.on_event(event, body)
+
+    def latched_objects(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._latched.get("objects", {}).get("objects", []))
+
+    def _on_info(self, agent: str, info: VehicleInfo) -> None:
+        with self._info_ready:
+            self.infos[agent] = info
+            self._info_ready.notify_all()
+
+    # -- faults ---------------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return self.game is not None and self.game.child.alive
+
+    def _check(self) -> None:
+        if not self.alive:
+            raise SessionDied(f"the game ended{self._where()}")
+
+    def _where(self) -> str:
+        return f" (its output: {self.dir / 'fake_game.log'})"
+
+    def _call(self, request: Any) -> Any:
+        try:
+            return request()
+        except (ConnectionError, OSError) as exc:
+            raise SessionDied(f"the game's control channel failed: {exc}{self._where()}") from None
+
+    def close(self) -> None:
+        for sensors in self.sensors.values():
+            sensors.client.stop()
+        for client in self.vehicles.values():
+            client.stop()
+        if self.feed is not None:
+            self.feed.stop()
+        if getattr(self, "control", None) is not None:
+            self.control.close()
+        if self.game is not None:
+            self.game.child.stop()
+            self.game = None
+        shutil.rmtree(self.dir, ignore_errors=True)

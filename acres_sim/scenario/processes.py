@@ -1,0 +1,134 @@
+"""The processes of a session (ROS-free): a child process with its output in a file, in a process
+group of its own, ended with SIGINT then SIGKILL and sent SIGTERM when the thread that started it
+dies; and the fake game as such a child, its ports chosen by the system and read from its output
+(concurrent sessions never race for a port). The scenario runner and the learners' environments
+start their games here.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+STOP_WAIT_S = 10.0
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+class SessionFailed(RuntimeError):
+    """The session could not start, or one of its processes died: the message says which and why."""
+
+
+class Child:
+    """A child process with its output in a file (and its lines kept for waiting on them)."""
+
+    def __init__(self, name: str, args: list[str], env: Mapping[str, str], log_dir: Path,
+                 shell: bool = False):
+        self.name = name
+        self.lines: list[str] = []
+        self._new = threading.Condition()
+        self._log = open(log_dir / f"{name}.log", "w", encoding="utf-8")  # noqa: SIM115 -- closed in stop()
+        self.proc = subprocess.Popen(args if not shell else args[0], env=dict(env), shell=shell,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                     start_new_session=True, preexec_fn=end_with_the_parent)
+        self._reader = threading.Thread(target=self._read, name=f"{name}-output", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._log.write(line)
+            self._log.flush()
+            with self._new:
+                self.lines.append(line.rstrip("\n"))
+                self._new.notify_all()
+        with self._new:
+            self._new.notify_all()
+
+    def wait_line(self, pattern: str, timeout_s: float) -> re.Match:
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout_s
+        seen = 0
+        with self._new:
+            while True:
+                for line in self.lines[seen:]:
+                    match = regex.search(line)
+                    if match:
+                        return match
+                seen = len(self.lines)
+                if self.proc.poll() is not None and not self._reader.is_alive():
+                    raise SessionFailed(f"{self.name} ended (exit {self.proc.returncode}) before it was "
+                                        f"ready: {' / '.join(self.lines[-5:])}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SessionFailed(f"{self.name} was not ready within {timeout_s:g} s")
+                self._new.wait(min(left, 0.2))
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> int | None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGINT)
+                self.proc.wait(STOP_WAIT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5.0)
+            except ProcessLookupError:
+                pass
+        self._reader.join(2.0)
+        self._log.close()
+        return self.proc.returncode
+
+
+@dataclass
+class GameProcess:
+    """A fake game started by start_fake_game, and the ports it listens on."""
+
+    child: Child
+    ports: list[int]  # each agent's sensor stream
+    vehicle_ports: list[int]  # each agent's Vehicle Bridge
+    control_port: int
+
+
+def start_fake_game(agents: Sequence[str], vehicles: Sequence[str], seed: int, log_dir: Path,
+                    env: Mapping[str, str], extra: Sequence[str] = (), timeout_s: float = 120.0,
+                    name: str = "fake_game") -> GameProcess:
+    """A fake game held in lockstep, serving `agents` on ports of its choosing (read from its output):
+    a stream, a Vehicle Bridge each, and the control channel. SessionFailed if it is not ready in time
+    (then it is stopped)."""
+    args = [sys.executable, "-m", "acres_sim.fake_game", "--control-port", "0",
+            "--ports", ",".join("0" for _ in agents), "--vehicle-ports", ",".join("0" for _ in agents),
+            "--vehicles", ",".join(vehicles), "--agents", ",".join(agents), "--seed", str(seed),
+            "--lockstep", *extra]
+    child = Child(name, args, env, log_dir)
+    try:
+        ports = [int(child.wait_line(rf"^ACRES_SENSOR_STREAM_LISTENING agent={a} port=(\d+)$",
+                                     timeout_s).group(1)) for a in agents]
+        vehicle_ports = [int(child.wait_line(rf"^ACRES_VEHICLE_BRIDGE_LISTENING agent={a} port=(\d+)$",
+                                             timeout_s).group(1)) for a in agents]
+        control = int(child.wait_line(r"^ACRES_SIM_CONTROL_LISTENING port=(\d+)$", timeout_s).group(1))
+    except BaseException:
+        child.stop()
+        raise
+    return GameProcess(child, ports, vehicle_ports, control)
+
+
+def end_with_the_parent() -> None:
+    """(in the child, before exec) SIGTERM when the thread that started it dies: a runner or a
+    learner killed with SIGKILL leaves no session behind (Linux; elsewhere nothing)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass

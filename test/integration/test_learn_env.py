@@ -1,0 +1,164 @@
+"""The learners' environments over real fake games (no ROS graph): Gymnasium's and
+stable-baselines3-free checks of the single-agent Env, PettingZoo's parallel API test of a
+two-vehicle world, the same seed and actions giving the same observations and rewards bit for bit
+(two environments, each its own game), two seeds giving different sensor noise, refused actions
+that send nothing, a world that dies truncating the episode with its reason, and no game outliving
+a learner killed with SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+gymnasium = pytest.importorskip("gymnasium", reason="gymnasium is not installed (the learners' extra)")
+
+import acres_sim.learn  # noqa: E402,F401 -- registers acres_sim/Scenario-v0
+from acres_sim.learn import AcresEnv, AcresParallelEnv  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+GATE = REPO / "scenarios" / "drive_to_the_gate.yaml"
+TWO = """acres_scenario: 1
+name: two_to_their_gates
+seed: 11
+duration_s: 3.0
+pace: lockstep
+agents:
+  polaris: {vehicle: polaris, pose: {x: -10.0, y: -28.0}}
+  maxxum: {vehicle: maxxum, pose: {x: -10.0, y: -20.0}}
+criteria:
+  - {reach: {agent: polaris, x: 10.0, y: -28.0}}
+  - {reach: {agent: maxxum, x: 10.0, y: -20.0}}
+  - {no_collision: {agent: maxxum}}
+"""
+
+
+def _run(env, actions: list[np.ndarray], seed: int) -> tuple[list, list]:
+    obs, _ = env.reset(seed=seed)
+    seen, rewards = [obs], []
+    for action in actions:
+        obs, reward, terminated, truncated, _ = env.step(action)
+        seen.append(obs)
+        rewards.append(reward)
+        if terminated or truncated:
+            break
+    return seen, rewards
+
+
+def test_gymnasiums_checker_passes_and_the_registered_id_makes_the_env():
+    from gymnasium.utils.env_checker import check_env
+
+    env = gymnasium.make("acres_sim/Scenario-v0", scenario=str(GATE), observations=["state"])
+    try:
+        assert isinstance(env.unwrapped, AcresEnv)
+        check_env(env.unwrapped, skip_render_check=False)
+        obs, info = env.reset(seed=1)
+        assert obs["state"].shape == (15,) and set(info["criteria"]) == {
+            "reach(polaris, x=15.0, y=-28.0, radius_m=2.0, within_s=20.0)", "no_collision(polaris)",
+            "max_speed_mps(polaris, limit=6.0)"}
+        assert obs["state"][3] == pytest.approx(25.0)  # the gate 25 m ahead
+        moved = [env.step(np.array([0.5, 0.0], np.float32)) for _ in range(35)]
+        speed = moved[-1][0]["state"][0]
+        assert speed == pytest.approx(0.5 * 11.0, abs=0.5)  # half the Polaris' top speed
+        assert sum(m[1] for m in moved) == pytest.approx(25.0 - moved[-1][0]["state"][5], abs=1e-4)
+    finally:
+        env.close()
+
+
+def test_pettingzoos_parallel_api_test_passes_on_a_world_of_two_vehicles(tmp_path):
+    parallel_api_test = pytest.importorskip("pettingzoo.test", reason="pettingzoo is not installed").parallel_api_test
+
+    path = tmp_path / "two.yaml"
+    path.write_text(TWO)
+    env = AcresParallelEnv(path, observations=["state", "lidar"], game_args=["--cached"])
+    try:
+        assert env.possible_agents == ["polaris", "maxxum"]
+        assert env.observation_space("maxxum")["lidar"].shape == (180, 8)  # the Maxxum's 8 rings
+        parallel_api_test(env, num_cycles=40)
+    finally:
+        env.close()
+
+
+def test_the_same_seed_and_actions_give_the_same_run_and_another_seed_other_noise():
+    actions = [np.array([0.6, 0.3 * np.sin(k / 3.0)], np.float32) for k in range(15)]
+    first, second = (AcresEnv(GATE, observations=["state", "lidar"]) for _ in range(2))
+    try:
+        a_obs, a_rew = _run(first, actions, seed=5)
+        b_obs, b_rew = _run(second, actions, seed=5)
+        assert len(a_obs) == len(b_obs) == 16 and a_rew == b_rew
+        for a, b in zip(a_obs, b_obs):
+            assert a["state"].tobytes() == b["state"].tobytes()
+            assert a["lidar"].tobytes() == b["lidar"].tobytes()
+        c_obs, c_rew = _run(second, actions, seed=6)
+        assert c_obs[0]["state"].tobytes() == a_obs[0]["state"].tobytes()  # the same start
+        noise = np.abs(c_obs[0]["lidar"] - a_obs[0]["lidar"])
+        print(f"\nanother seed: LiDAR ranges differ by {noise.mean() * 1000:.1f} mm on average")
+        assert (noise > 0).mean() > 0.5
+    finally:
+        first.close()
+        second.close()
+
+
+@pytest.mark.parametrize("action, message", [
+    (np.array([0.5, 0.0, 0.0]), "shape \\(2,\\)"), (np.array([np.nan, 0.0]), "finite numbers in \\[-1, 1\\]"),
+    (np.array([1.5, 0.0]), "finite numbers in \\[-1, 1\\]"), (None, "no action for polaris")])
+def test_an_action_outside_the_space_is_refused_and_nothing_is_sent(action, message):
+    env = AcresParallelEnv(GATE, observations=["state"])
+    try:
+        env.reset(seed=0)
+        before = env._session.control.request({"op": "status"})["step"]
+        with pytest.raises(ValueError, match=message):
+            env.step({"polaris": action} if action is not None else {})
+        assert env._session.control.request({"op": "status"})["step"] == before
+        env.step({"polaris": np.zeros(2, np.float32)})  # the episode goes on
+    finally:
+        env.close()
+
+
+def test_a_scenario_without_a_task_for_an_agent_is_refused(tmp_path):
+    path = tmp_path / "idle.yaml"
+    path.write_text(TWO.replace("  - {reach: {agent: polaris, x: 10.0, y: -28.0}}\n", ""))
+    with pytest.raises(ValueError, match="polaris has none"):
+        AcresParallelEnv(path)
+
+
+def test_a_world_that_dies_truncates_the_episode_and_the_next_reset_starts_a_new_one():
+    env = AcresEnv(GATE, observations=["state"])
+    try:
+        env.reset(seed=0)
+        pid = env.parallel._session.game.child.proc.pid
+        os.kill(pid, signal.SIGKILL)
+        _obs, reward, terminated, truncated, info = env.step(np.array([0.2, 0.0], np.float32))
+        assert truncated and not terminated and reward == 0.0
+        assert "the game" in info["session_error"] and "fake_game.log" in info["session_error"]
+        obs, _ = env.reset(seed=0)
+        assert env.parallel._session.game.child.proc.pid != pid and obs["state"][5] == pytest.approx(25.0)
+    finally:
+        env.close()
+
+
+def test_no_game_outlives_a_learner_killed_with_sigkill(tmp_path):
+    script = ("import sys, time, acres_sim.learn as L\n"
+              f"env = L.AcresEnv({str(GATE)!r}, observations=['state'])\n"
+              "env.reset(seed=0)\n"
+              "print(env.parallel._session.game.child.proc.pid, flush=True)\n"
+              "time.sleep(600)\n")
+    learner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        game = int(learner.stdout.readline())
+        os.kill(learner.pid, signal.SIGKILL)
+        learner.wait(10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and Path(f"/proc/{game}").exists() and \
+                "Z" not in Path(f"/proc/{game}/stat").read_text().split()[2]:
+            time.sleep(0.1)
+        assert not Path(f"/proc/{game}").exists() or "Z" in Path(f"/proc/{game}/stat").read_text().split()[2]
+    finally:
+        if learner.poll() is None:
+            learner.kill()
