@@ -72,7 +72,7 @@ def test_gymnasiums_checker_passes_and_the_registered_id_makes_the_env():
 
 
 def test_pettingzoos_parallel_api_test_passes_on_a_world_of_two_vehicles(tmp_path):
-    parallel_api_test = pytest.importorskip("pettingzoo.test", reason="pettingzoo is not installed").parallel_api_test
+    pettingzoo_test = pytest.importorskip("pettingzoo.test", reason="pettingzoo is not installed")
 
     path = tmp_path / "two.yaml"
     path.write_text(TWO)
@@ -80,7 +80,7 @@ def test_pettingzoos_parallel_api_test_passes_on_a_world_of_two_vehicles(tmp_pat
     try:
         assert env.possible_agents == ["polaris", "maxxum"]
         assert env.observation_space("maxxum")["lidar"].shape == (180, 8)  # the Maxxum's 8 rings
-        parallel_api_test(env, num_cycles=40)
+        pettingzoo_test.parallel_api_test(env, num_cycles=40)
     finally:
         env.close()
 
