@@ -75,6 +75,12 @@ def test_every_refusal_the_game_sends_has_a_code_the_client_knows(game, tmp_path
     finally:
         client.pause()
     assert client.step(1).step >= 1  # the channel goes on
+    for request, why in (({"op": "reset", "scope": "all", "seed": -1}, "seed must be an integer"),
+                         ({"op": "reset", "scope": "all", "seed": 1.5}, "seed must be an integer"),
+                         ({"op": "reset", "scope": "time", "seed": 3}, "a seed takes scope all")):
+        answer = _raw(g.control_port(), request)
+        assert answer["code"] == channel.BAD_REQUEST and why in answer["error"], answer
+    assert client.reset("all", seed=12345).step == 0
 
 
 def test_each_op_is_answered_and_an_unknown_one_lists_them(game):
