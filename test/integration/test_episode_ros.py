@@ -91,8 +91,9 @@ def test_record_read_back_and_replay_an_episode_driven_from_ros(session, tmp_pat
     s.drain()
     stopped = _call(s, "stop_recording")
     assert stopped.success and stopped.path == path
-    # episode, agents, objects, shifts, conditions; clock and states at the start; then four a step
-    assert stopped.message_count == 5 + 2 + 4 * REQUESTS * 12
+    # episode, agents, objects, shifts, conditions, markers; clock and states at the start; then four
+    # a step; for viewers /tf_static and two robot_descriptions, then /tf and two joint_states a step
+    assert stopped.message_count == 6 + 3 + (2 + 3) + (4 + 3) * REQUESTS * 12
     live = [m for t, m in s.graph.received["/sim/agent_states"] if t >= started]
     live_by_stamp = {m.header.stamp.sec * 10**9 + m.header.stamp.nanosec: m for m in live}
     assert len(live_by_stamp) >= REQUESTS * 12  # every step's states, each delivered before the step answered
