@@ -30,7 +30,8 @@ GATE = Path(__file__).resolve().parents[1] / "scenarios" / "drive_to_the_gate.ya
 
 
 def _actions(k: int) -> np.ndarray:
-    return np.array([0.3, 0.4 * np.sin(k / 10.0)], np.float32)
+    """Weaving at a walking pace: the gate is not reached within the steps measured."""
+    return np.array([0.15, 0.6 * np.sin(k / 10.0)], np.float32)
 
 
 def env_rate(observations: list[str], steps: int) -> float:
@@ -60,7 +61,7 @@ def by_hand_rate(observations: list[str], steps: int) -> float:
             a = _actions(k)
             session.command("polaris", float(a[0]) * 11.0, float(a[1]) * 0.59, dt, 0.0)
             session.step(env.parallel.steps_per_action)
-            if k % 150 == 149:  # as the environment's truncation at 20 s
+            if k % 200 == 199:  # as the environment's truncation at 20 s
                 session.reset(k)
         return steps / (time.perf_counter() - started)
     finally:
@@ -100,8 +101,11 @@ def main() -> None:
     p.add_argument("--resets", type=int, default=20)
     args = p.parse_args()
     for observed in (["state"], ["state", "lidar"]):
-        env = env_rate(observed, args.steps)
-        hand = by_hand_rate(observed, args.steps)
+        # in turns, three of each, the best of each: the machine's other work counts least there
+        env = hand = 0.0
+        for _ in range(3):
+            env = max(env, env_rate(observed, args.steps))
+            hand = max(hand, by_hand_rate(observed, args.steps))
         print(f"{'+'.join(observed):12s} environment {env:7.1f} steps/s ({env * 12:6.0f} physics steps/s), "
               f"by hand {hand:7.1f} steps/s: the environment costs {100 * (hand / env - 1):+.1f} %")
     times = sorted(reset_times(args.resets))
