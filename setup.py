@@ -13,7 +13,8 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
-        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml") + glob("config/*.rviz")),
+        (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml") + glob("config/*.rviz")
+         + glob("config/*.json")),
         (f"share/{PACKAGE}/scenarios", glob("scenarios/*.yaml")),
     ],
     install_requires=["setuptools"],

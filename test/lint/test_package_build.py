@@ -75,3 +75,13 @@ def test_the_licence_file_is_the_licence_package_xml_and_setup_py_declare():
     words = (REPO / "LICENSE").read_text().split()
     assert words[:4] == ["Apache", "License", "Version", "2.0,"]
     assert "END OF TERMS AND CONDITIONS" in " ".join(words)
+
+
+def test_every_config_launch_and_scenario_file_is_installed():
+    """setup.py's data_files, as colcon reads them, hold every file users open from share/ (the
+    Foxglove layout and the rviz config among them)."""
+    data_files = _setup_data_as_colcon_reads_it()["data_files"]
+    installed = {str(Path(f)) for _, files in data_files for f in files}
+    shipped = {str(p.relative_to(REPO)) for folder in ("config", "launch", "scenarios")
+               for p in (REPO / folder).iterdir() if p.is_file()}
+    assert shipped <= installed, sorted(shipped - installed)
