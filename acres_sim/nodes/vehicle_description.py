@@ -63,11 +63,15 @@ class VehicleDescription(RunnableNode):
         self._description = self.create_publisher(String, topics.ROBOT_DESCRIPTION, LATCHED)
         self._joint_states = self.create_publisher(JointState, topics.JOINT_STATES, JOINTS)
         self._rsp_client: Any = None
+        self._rsp_has = ""  # the description robot_state_publisher holds (the launch gave it the model's)
+        self._rsp_wants = ""
         if config.robot_state_publisher:
             from rcl_interfaces.srv import SetParameters
             self._rsp_client = self.create_client(SetParameters, "robot_state_publisher/set_parameters")
+            self.create_timer(1.0, self._update_rsp)
         if config.vehicle:
             self._describe(vehicle_geometry(config.vehicle), f"the {config.vehicle} model")
+            self._rsp_has = self._rsp_wants
         sub = self.create_subscription
         if Agents is not None:
             sub(Agents, topics.SIM_AGENTS, self._on_agents, LATCHED)
@@ -112,21 +116,23 @@ class VehicleDescription(RunnableNode):
             f"(wheelbase {geometry.wheelbase_m:g} m, track {geometry.track_m:g} m, wheel radius "
             f"{geometry.wheel_radius_m:g} m, body {geometry.length_m:g} x {geometry.width_m:g} x "
             f"{geometry.height_m:g} m)")
-        if self._rsp_client is not None:
-            self._set_rsp(urdf)
+        self._rsp_wants = urdf
 
-    def _set_rsp(self, urdf: str) -> None:
+    def _update_rsp(self) -> None:
+        """robot_state_publisher's description set again once it differs (AgentInfo's dimensions),
+        as soon as its parameter service answers."""
         from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
         from rcl_interfaces.srv import SetParameters
 
-        if not self._rsp_client.service_is_ready():
-            self.get_logger().warning("robot_state_publisher's set_parameters is not ready: it keeps the "
-                                      "description it was started with")
+        if self._rsp_wants == self._rsp_has or not self._rsp_client.service_is_ready():
             return
+        urdf = self._rsp_wants
         request = SetParameters.Request(parameters=[Parameter(
             name="robot_description",
             value=ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=urdf))])
         self._rsp_client.call_async(request)
+        self._rsp_has = urdf
+        self.get_logger().info("robot_state_publisher's robot_description set to the game's dimensions")
 
     # -- the joints -------------------------------------------------------------------------------
 
