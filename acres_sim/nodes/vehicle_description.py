@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from typing import Any
 
 from nav_msgs.msg import Odometry
@@ -152,13 +151,14 @@ class VehicleDescription(RunnableNode):
             joints = self._joints
             if joints is None:
                 return
-            follow, changed = self._sources.take(rank, time.monotonic())
+            t = stamp.sec + stamp.nanosec * 1e-9
+            follow, changed = self._sources.take(rank, t)
             if not follow:
                 return
             if changed:
                 joints.restart()
                 self.get_logger().info(f"joint_states follow {NAMES[rank]}")
-            sample = joints.update(stamp.sec + stamp.nanosec * 1e-9, float(speed_mps), float(road_wheel_rad))
+            sample = joints.update(t, float(speed_mps), float(road_wheel_rad))
         msg = JointState(name=sample.names, position=sample.positions, velocity=sample.velocities)
         msg.header.stamp = stamp
         self._joint_states.publish(msg)

@@ -147,6 +147,7 @@ def test_a_driven_polaris_and_a_bale_are_drawn_live_and_in_the_log(session, tmp_
     log = tmp_path / "drawn.mcap"
     assert _call(s, "start_recording", path=str(log)).success
     s.wait_source("polaris", "")  # nothing commanded yet
+    describer = next(p for p in s.processes if p.name == "vehicle_description /polaris")
     _drive(s, 0.3, 3.0, 25)
     _caught_up(s)
     reports = {_sec(m.header.stamp): m.drive for m in g.messages("/polaris/vehicle/ackermann_state")}
@@ -172,6 +173,11 @@ def test_a_driven_polaris_and_a_bale_are_drawn_live_and_in_the_log(session, tmp_
           f"the Ackermann angles, rear wheels' rate within {rate_err:.2e} (relative) of speed / radius; "
           f"{turning} with the inner (left) wheel turned more")
     assert steer_err < 1e-6 and rate_err < 1e-6 and turning > 100
+    # the game's states once they came, and never another source after them (a lockstep world keeps
+    # every source in step however slow it is); before the first, whatever came first
+    follows = [line.split("follow ")[1] for line in describer.output().splitlines()
+               if "joint_states follow" in line]
+    assert follows[-1] == "/sim/agent_states" and follows.count("/sim/agent_states") == 1, follows
     # the wheels' positions advance by their rate over each step (wrapped to a turn)
     for a, b in zip(joints, joints[1:]):
         dt = _sec(b.header.stamp) - _sec(a.header.stamp)

@@ -109,15 +109,20 @@ def test_the_joints_advance_by_rate_times_the_time_and_restart_without_a_jump():
     assert parents["p/rear_right_wheel_link"] == "p/base_link"
 
 
-def test_the_joints_follow_the_best_source_heard_lately():
+def test_the_joints_follow_the_best_source_that_keeps_up_in_world_time():
     sources = JointSources(timeout_s=1.0)
     assert sources.take(GROUND_TRUTH, 0.0) == (True, True)
     assert sources.take(GROUND_TRUTH, 0.1) == (True, False)
     assert sources.take(VEHICLE_REPORTS, 0.2) == (True, True)
     assert sources.take(GROUND_TRUTH, 0.3) == (False, False)
     assert sources.take(AGENT_STATES, 0.4) == (True, True)
-    assert sources.take(VEHICLE_REPORTS, 1.0) == (False, False)
-    assert sources.take(VEHICLE_REPORTS, 1.5) == (True, True)  # the states fell silent 1.1 s ago
+    # a lockstep world: every source waits alike, however long in wall time; they keep their order
+    for t in (0.5, 0.6, 0.7):
+        assert sources.take(VEHICLE_REPORTS, t) == (False, False)
+        assert sources.take(AGENT_STATES, t) == (True, False)
+    assert sources.take(VEHICLE_REPORTS, 1.7) == (False, False)  # the states 1.0 s behind: still on
+    assert sources.take(VEHICLE_REPORTS, 1.8) == (True, True)  # 1.1 s behind: the reports now
+    assert sources.take(AGENT_STATES, 0.0) == (True, True)  # a reset: time went back, the best again
 
 
 def _header(t: float) -> dict:

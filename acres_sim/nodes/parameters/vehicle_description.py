@@ -26,8 +26,8 @@ VEHICLE_DESCRIPTION = NodeParameters("vehicle_description", "vehicle_description
               "empty: wait for /sim/agents (sim_control)."),
     ParamSpec("source_timeout_s", 1.0,
               "The joints follow /sim/agent_states, else vehicle/ackermann_state, else "
-              "ground_truth/odom (wheels straight): a source silent this long (wall time) gives way "
-              "to the next.", range=NON_NEGATIVE),
+              "ground_truth/odom (wheels straight): a source this far behind the others (world "
+              "time, s) gives way to the next.", range=NON_NEGATIVE),
     ParamSpec("robot_state_publisher", False,
               "A robot_state_publisher runs in the namespace (the launch started it with this "
               "description): its robot_description parameter is set again when the description changes."),
