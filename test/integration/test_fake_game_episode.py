@@ -30,8 +30,13 @@ AGENTS = ("polaris", "maxxum")
 LATCHED = 6  # episode, agents, objects, shifts, conditions, markers
 # for viewers, of two agents: /tf_static and a robot_description each at the start; /tf and a
 # joint_states each at every step
-VIEWS_LATCHED, VIEWS_PER_STEP = 3, 3
-PER_STEP = 4 + VIEWS_PER_STEP  # /clock, farm events, farm stamps, agent states and the views
+VIEWS_LATCHED, VIEWS_AT_30_HZ = 3, 3
+PER_STEP = 4  # /clock, farm events, farm stamps, agent states
+
+
+def _views(first: int, last: int) -> int:
+    """The viewers' messages of steps first..last: at every fourth step (30 Hz)."""
+    return VIEWS_AT_30_HZ * sum(1 for step in range(first, last + 1) if step % 4 == 0)
 
 
 def _game(*extra: str, vehicles: bool = False) -> tuple[FakeGame, dict[str, int], ControlClient]:
@@ -164,7 +169,8 @@ def test_every_step_s_states_reach_the_feed_and_the_log_holds_them(watched_game,
     events.wait(lambda e: len(e.of("states")) == before + 1)
     assert events.of("states")[-1] == events.of("states")[-2]
     summary = control.record_stop()
-    assert summary["path"] == path and summary["message_count"] == LATCHED + VIEWS_LATCHED + PER_STEP * 61 - 2
+    count = LATCHED + VIEWS_LATCHED + PER_STEP * 61 - 2 + _views(0, 60)
+    assert summary["path"] == path and summary["message_count"] == count
     states = [s for s in events.of("states") if s["step"] >= 0]
     assert [s["step"] for s in states][-62:] == list(range(0, 61)) + [60]
     log = read_episode(path)
@@ -317,7 +323,7 @@ def test_a_reset_all_starts_a_new_episode_and_a_reset_of_time_finishes_the_log(w
     control.reset("all")  # the clock goes back: the file is finished first
     events.wait(lambda e: e.of("episode")[-1]["episode_id"] != first)
     assert not control.episode_status()["recording"]["recording"]
-    count = LATCHED + VIEWS_LATCHED + PER_STEP * 37 - 2
+    count = LATCHED + VIEWS_LATCHED + PER_STEP * 37 - 2 + _views(0, 36)
     game.wait_line(rf"^ACRES_FAKE_GAME_RECORDED path=.*until_reset.mcap messages={count} .* "
                    r"reason=reset all$")
     log = read_episode(path)  # complete, with its summary

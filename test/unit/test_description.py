@@ -205,7 +205,8 @@ def test_the_logs_viewers_get_the_tf_tree_and_the_joints_of_every_agent():
     states = {"header": {"stamp": {"sec": 2, "nanosec": 0}}, "agents": [
         {"name": "polaris", "pose": pose, "speed_mps": 1.0, "steer_rad": 0.1},
         {"name": "tractor", "pose": pose, "speed_mps": 0.0, "steer_rad": 0.0}]}
-    out = dict((topic.name, message) for topic, message in views.step(states))
+    assert views.step({**states, "step": 241}) == []  # between the 30 Hz steps
+    out = dict((topic.name, message) for topic, message in views.step({**states, "step": 240}))
     children = [t["child_frame_id"] for t in out["/tf"]["transforms"]]
     assert len(children) == 14 and children[0] == "polaris/base_footprint"
     assert out["/polaris/joint_states"]["position"][:2] == pytest.approx(
