@@ -59,7 +59,7 @@ def by_hand_rate(observations: list[str], steps: int) -> float:
         started = time.perf_counter()
         for k in range(steps):
             a = _actions(k)
-            session.command("polaris", float(a[0]) * 11.0, float(a[1]) * 0.59, dt, 0.0)
+            session.command("polaris", float(a[0]) * 11.0, float(a[1]) * 0.59, dt)
             session.step(env.parallel.steps_per_action)
             if k % 200 == 199:  # as the environment's truncation at 20 s
                 session.reset(k)

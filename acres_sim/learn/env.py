@@ -154,10 +154,10 @@ class AcresParallelEnv(ParallelEnv):
         dt = self.steps_per_action / PHYSICS_HZ
         try:
             for agent, (speed, steer) in commands.items():
-                session.command(agent, speed, steer, dt, self._t)
+                session.command(agent, speed, steer, dt)
             for agent in self.possible_agents:
                 if agent not in commands:
-                    session.command(agent, 0.0, 0.0, dt, self._t)  # its episode ended: it stands
+                    session.command(agent, 0.0, 0.0, dt)  # its episode ended: it stands
             for a in self._scripted:
                 state = session.states.get(a.name)
                 if state is not None:
@@ -165,7 +165,7 @@ class AcresParallelEnv(ParallelEnv):
                     q = p["orientation"]
                     yaw = quaternion_yaw((q["x"], q["y"], q["z"], q["w"]))
                     steer, speed = self._drivers[a.name].command(p["position"]["x"], p["position"]["y"], yaw)
-                    session.command(a.name, speed, steer, dt, self._t)
+                    session.command(a.name, speed, steer, dt)
             self._t = session.step(self.steps_per_action)
         except SessionDied as exc:
             return self._died(str(exc))

@@ -31,6 +31,7 @@ from acres_sim.scenario.processes import GameProcess, start_fake_game
 from acres_sim.scenario.world_setup import prepare_world, wait_for_game
 from acres_sim.stream.client import Frame, StreamClient
 from acres_sim.stream.protocol import FrameType
+from acres_sim.stream.timing import PHYSICS_HZ
 
 READY_TIMEOUT_S = 120.0
 ANSWER_TIMEOUT_S = 60.0  # a step request, the vehicles' answers, a step's states and frames
@@ -153,10 +154,9 @@ class LearnerSession:
 
     @property
     def command_steps(self) -> int:
-        from acres_sim.stream.timing import PHYSICS_HZ
         return max(1, round(self.scenario.command_period_s * PHYSICS_HZ))
 
-    def command(self, agent: str, speed_mps: float, steer_rad: float, dt: float, stamp_s: float) -> None:
+    def command(self, agent: str, speed_mps: float, steer_rad: float, dt: float) -> None:
         """Ask the agent's vehicle for a speed and a road-wheel angle from now on (pedals by the
         speed controller, from its last report; the gear of the speed's sign)."""
         report = self.reports.get(agent)

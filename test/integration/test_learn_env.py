@@ -158,7 +158,9 @@ def test_no_game_outlives_a_learner_killed_with_sigkill(tmp_path):
         while time.monotonic() < deadline and Path(f"/proc/{game}").exists() and \
                 "Z" not in Path(f"/proc/{game}/stat").read_text().split()[2]:
             time.sleep(0.1)
-        assert not Path(f"/proc/{game}").exists() or "Z" in Path(f"/proc/{game}/stat").read_text().split()[2]
+        stat = Path(f"/proc/{game}/stat")
+        state = stat.read_text() if stat.exists() else ""
+        assert not state or state.split()[2] == "Z", f"the game {game} outlived its learner: {state}"
     finally:
         if learner.poll() is None:
             learner.kill()
