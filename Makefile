@@ -5,9 +5,9 @@ SHELL := /bin/bash
 ENV := source ./.acres_env.sh
 COLCON_PATHS := --base-paths . --build-base build --install-base install
 # colcon test must never hang CI: the whole suite gets this many seconds.
-TEST_TIMEOUT_S ?= 1500
+TEST_TIMEOUT_S ?= 1800
 
-.PHONY: bootstrap build test test-unit lint demo bench bench-detail bench-lio soak clean
+.PHONY: bootstrap build test test-unit lint demo bench bench-detail bench-lio learn-curve soak clean
 
 bootstrap:
 	@bash tools/bootstrap.sh
@@ -50,6 +50,12 @@ bench-lio: build
 	@$(ENV) && source install/setup.bash && python -m pip install --quiet --disable-pip-version-check \
 	  -c <(python -m pip freeze --exclude-editable) -r tools/requirements-bench.txt && \
 	  python -m benchmark.bench_lio --seconds $${LIO_SECONDS:-100}
+
+# PPO (stable-baselines3) learning a shipped task, its curve beside a random and a constant policy:
+# build/learn_curve.png and .json (about 25 min on two cores). Installs the learners' extras first.
+learn-curve: export ACRES_LEARN := 1
+learn-curve: build
+	@$(ENV) && source install/setup.bash && python -m benchmark.learn_curve $(LEARN_ARGS)
 
 soak: build
 	@$(ENV) && source install/setup.bash && python -m benchmark.soak --seconds $${SOAK_SECONDS:-900} $(SOAK_ARGS)

@@ -33,6 +33,7 @@ setup(
             "sim_control = acres_sim.nodes.sim_control:main",
             "vehicle_bridge = acres_sim.nodes.vehicle_bridge:main",
             "scenario = acres_sim.nodes.scenario_runner:main",
+            "campaign = acres_sim.campaign.cli:main",
             "vehicle_description = acres_sim.nodes.vehicle_description:main",
         ],
     },

@@ -31,6 +31,10 @@ Measurements (names for --only):
   scenario  what a scenario adds to a lockstep step (collisions of two agents among 0, 1, 10, 100
             objects, a vehicle pushing against one; the judge's six criteria) and the wall time from
             `scenario FILE` to its first step (benchmark.bench_scenario)
+  learn     the learners' environment: steps/s with state and with LiDAR observations against the
+            control channel and the stream doing the same by hand, reset p50/p95, aggregate steps/s of
+            1 and 2 sessions at once (benchmark.bench_learn)
+  campaign  a campaign's runs per minute with 1 and 2 runs at once (benchmark.bench_campaign)
   remote    a reliable and a best-effort subscriber on a second host (a network namespace joined
             by a 1 Gbit/s veth; needs root) beside the same pair on the bridge's host: the share
             of the local subscriber's messages each gets, and latencies, with the remote host's
@@ -60,6 +64,8 @@ from benchmark.measure import (
 )
 from benchmark.measure_control import AGENT_SETS, measure_sim_control
 from benchmark.measure_driving import measure_acting_learner, measure_command_latency
+from benchmark.bench_campaign import measure_campaign
+from benchmark.bench_learn import measure_learn
 from benchmark.bench_scenario import measure_scenario
 from benchmark.measure_episode import measure_episode
 from benchmark.report import machine, print_report
@@ -67,7 +73,7 @@ from benchmark.verdicts import verdicts
 from harness.workload import polaris_period
 
 MEASUREMENTS = ("raw", "ingest", "convert", "polaris", "agents4", "lockstep", "simcontrol", "driving",
-                "fakegame", "episode", "scenario", "remote")
+                "fakegame", "episode", "scenario", "learn", "campaign", "remote")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
                  "fakegame": lambda: measure_fake_game(args.seconds),
                  "episode": lambda: measure_episode(tmp, args.lockstep_requests),
                  "scenario": measure_scenario,
+                 "learn": measure_learn,
+                 "campaign": measure_campaign,
                  "remote": lambda: measure_remote_both(args.seconds, tmp)}
         for name in MEASUREMENTS:
             if name in only and name in steps:

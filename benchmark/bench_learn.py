@@ -95,23 +95,39 @@ def aggregate(envs: int, steps: int) -> float:
     return sum(rates)
 
 
+def measure_learn(steps: int = 200, resets: int = 20) -> dict:
+    """make bench's figures (see the module's docstring)."""
+    out: dict = {}
+    for observed in (["state"], ["state", "lidar"]):
+        # in turns, three of each, the best of each: the machine's other work counts least there
+        env = hand = 0.0
+        for _ in range(3):
+            env = max(env, env_rate(observed, steps))
+            hand = max(hand, by_hand_rate(observed, steps))
+        out["+".join(observed)] = {"env_steps_per_s": env, "by_hand_steps_per_s": hand,
+                                   "cost_pct": 100.0 * (hand / env - 1.0)}
+    times = sorted(reset_times(resets))
+    out["reset_p50_ms"] = 1000.0 * statistics.median(times)
+    out["reset_p95_ms"] = 1000.0 * times[int(0.95 * (len(times) - 1))]
+    out["resets"] = len(times)
+    out["sessions_steps_per_s"] = {"1": aggregate(1, steps), "2": aggregate(2, steps)}
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--resets", type=int, default=20)
     args = p.parse_args()
-    for observed in (["state"], ["state", "lidar"]):
-        # in turns, three of each, the best of each: the machine's other work counts least there
-        env = hand = 0.0
-        for _ in range(3):
-            env = max(env, env_rate(observed, args.steps))
-            hand = max(hand, by_hand_rate(observed, args.steps))
-        print(f"{'+'.join(observed):12s} environment {env:7.1f} steps/s ({env * 12:6.0f} physics steps/s), "
-              f"by hand {hand:7.1f} steps/s: the environment costs {100 * (hand / env - 1):+.1f} %")
-    times = sorted(reset_times(args.resets))
-    print(f"reset (state+lidar): p50 {1000 * statistics.median(times):.0f} ms, "
-          f"p95 {1000 * times[int(0.95 * (len(times) - 1))]:.0f} ms over {len(times)} resets")
-    one, two = aggregate(1, args.steps), aggregate(2, args.steps)
+    r = measure_learn(args.steps, args.resets)
+    for name in ("state", "state+lidar"):
+        f = r[name]
+        print(f"{name:12s} environment {f['env_steps_per_s']:7.1f} steps/s "
+              f"({f['env_steps_per_s'] * 12:6.0f} physics steps/s), by hand {f['by_hand_steps_per_s']:7.1f} "
+              f"steps/s: the environment costs {f['cost_pct']:+.1f} %")
+    print(f"reset (state+lidar): p50 {r['reset_p50_ms']:.0f} ms, p95 {r['reset_p95_ms']:.0f} ms over "
+          f"{r['resets']} resets")
+    one, two = r["sessions_steps_per_s"]["1"], r["sessions_steps_per_s"]["2"]
     print(f"state-only environments at once: 1 -> {one:.1f} steps/s, 2 -> {two:.1f} steps/s "
           f"({two / one:.2f} x)")
 

@@ -118,6 +118,27 @@ def print_report(r: dict[str, Any]) -> None:
         console.print(t)
         console.print(f"scenario FILE -> first step {sc['first_step_wall_s']:.2f} s, first commanded step "
                       f"{sc['first_command_wall_s']:.2f} s, the whole 12 s run {sc['run_wall_s']:.1f} s")
+    if "learn" in r:
+        le = r["learn"]
+        t = Table(title="The learners' environment against the same work by hand "
+                        "(env steps of 12 physics steps)")
+        for col in ("observations", "environment steps/s", "by hand steps/s", "the environment costs"):
+            t.add_column(col, justify="right")
+        for name in ("state", "state+lidar"):
+            f = le[name]
+            t.add_row(name, f"{f['env_steps_per_s']:.1f}", f"{f['by_hand_steps_per_s']:.1f}",
+                      f"{f['cost_pct']:+.1f} %")
+        console.print(t)
+        one, two = le["sessions_steps_per_s"]["1"], le["sessions_steps_per_s"]["2"]
+        console.print(f"reset: p50 {le['reset_p50_ms']:.0f} ms, p95 {le['reset_p95_ms']:.0f} ms; "
+                      f"sessions at once: "
+                      f"1 -> {one:.1f} steps/s, 2 -> {two:.1f} steps/s ({two / one:.2f} x)")
+    if "campaign" in r:
+        c = r["campaign"]
+        one, two = c["runs_per_min"]["1"], c["runs_per_min"]["2"]
+        console.print(f"campaign of {c['runs']} runs ({c['world_s_per_run']:g} s of world time each) on "
+                      f"{c['where']}: "
+                      f"1 at once {one:.2f} runs/min, 2 at once {two:.2f} runs/min ({two / one:.2f} x)")
     if "fakegame" in r:
         g = r["fakegame"]
         facts.add_row("fake_game full rendering CPU", f"{g['cpu_pct']:.0f} % of a core")

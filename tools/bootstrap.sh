@@ -16,6 +16,10 @@ ENV_FILE="$ROOT/.acres_env.sh"
 TOOLS="$ROOT/tools"
 ROS_REQUIREMENTS="$TOOLS/requirements-ros-$DISTRO.txt"
 STAMP="$VENV/.acres_bootstrap_stamp"
+# The learners' extras (Ray with RLlib, stable-baselines3, torch's CPU build; several hundred MB):
+# installed with ACRES_LEARN=1, and kept up to date in that environment from then on.
+LEARN_REQUIREMENTS="$TOOLS/requirements-learn.txt"
+LEARN_STAMP="$VENV/.acres_learn_stamp"
 
 say() { printf 'bootstrap: %s\n' "$*"; }
 die() { printf 'bootstrap: error: %s\n' "$*" >&2; exit 1; }
@@ -90,6 +94,23 @@ export RMW_IMPLEMENTATION="\${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
 source "$IFACE_INSTALL/local_setup.bash"
 EOS
 }
+learn_extras() {
+  { [ "${ACRES_LEARN:-0}" = 1 ] || [ -f "$LEARN_STAMP" ]; } || return 0
+  local want
+  want="$(sha256sum "$LEARN_REQUIREMENTS" "$TOOLS/requirements-py.txt" | sha256sum | cut -d' ' -f1)"
+  if [ "$(cat "$LEARN_STAMP" 2>/dev/null)" = "$want" ] \
+     && "$VENV/bin/python" -c "import ray, stable_baselines3, torch" >/dev/null 2>&1; then
+    return 0
+  fi
+  say "installing the learners' extras (Ray, RLlib, stable-baselines3, torch): a minute or two"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -r "$LEARN_REQUIREMENTS" -c "$TOOLS/requirements-py.txt" \
+    2> >(grep -v "^WARNING: Location '.*' is ignored" >&2) \
+    || die "pip install of the learners' extras failed (see above)"
+  "$VENV/bin/python" -c "import ray, ray.rllib, stable_baselines3, torch" \
+    || die "the learners' extras do not import"
+  echo "$want" > "$LEARN_STAMP"
+}
 PY_TAG="$("$PYTHON" -c 'import sys; print("python%d.%d" % sys.version_info[:2])')"
 # Up to date: only the env file is written again, so that switching ACRES_ROS_DISTRO back and forth
 # costs seconds once each environment exists.
@@ -97,6 +118,7 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$wanted" ] && [ -f "$IFACE_INSTALL/
   write_env_file
   if bash -c "source '$ENV_FILE' && python -c 'import rclpy, numpy, pyproj; $IFACE_CHECK'" >/dev/null 2>&1; then
     say "ROS 2 ${DISTRO^} environment up to date ($VENV)"
+    learn_extras
     exit 0
   fi
 fi
@@ -149,4 +171,5 @@ write_env_file
 env_check="$(bash -c "source '$ENV_FILE' && python -c 'import rclpy, tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action, ackermann_msgs.msg, ds_dbw_msgs.msg, acres_interfaces.msg, acres_interfaces.srv, sensor_msgs.msg, visualization_msgs.msg, nav_msgs.msg, rosgraph_msgs.msg, diagnostic_msgs.msg, numpy, pyproj, simplejpeg, matplotlib, rich, mcap, rosbags, yourdfpy, gymnasium, pettingzoo, pytest, hypothesis, flake8; print(\"ok\")'" 2>&1 | tail -n 3)"
 [ "$env_check" = "ok" ] || die "the new environment does not import: $env_check"
 echo "$wanted" > "$STAMP"
+learn_extras
 say "ROS 2 ${DISTRO^} environment ready: source $ENV_FILE"

@@ -7,9 +7,14 @@ Each environment owns its world (acres_sim/learn/session.py), started at the fir
 is (speed, steering) in [-1, 1]: speed x the vehicle's top speed forward (x its top reverse speed
 backwards), steering x its largest road-wheel angle. A step is `steps_per_action` physics steps
 (default 12: 10 Hz) in lockstep. The rewards are rewards.py's; an agent's episode terminates once
-its criteria are decided and is truncated at the scenario's duration. reset(seed) is the game's
+its task is decided (every criterion passed, or one failed) and is truncated at the scenario's
+duration. reset(seed) is the game's
 reset to the scenario's start with every random process from that seed: the same seed and the same
-actions give the same observations and rewards. A world that dies truncates every agent's episode
+actions give the same observations and rewards. `start_spread` (x_m, y_m, yaw_deg) draws each
+learner-driven agent's start from the episode's seed, uniformly within that much of the scenario's
+pose (default none: the scenario's start). `record` (a directory): each episode's log is written
+there (episode_NNNNN_seedS.mcap, the game's episode log: it opens in Foxglove), with every
+agent's TaskStatus of every step (its reward and return). A world that dies truncates every agent's episode
 (info "session_error" says why) and the next reset starts a fresh one.
 """
 
@@ -30,7 +35,7 @@ from acres_sim.learn.observations import STATE_FIELDS, state_vector
 from acres_sim.learn.rewards import StepOutcome, reward, weights
 from acres_sim.learn.session import LearnerSession, SessionDied
 from acres_sim.rotations import quaternion_yaw
-from acres_sim.scenario.model import Scenario
+from acres_sim.scenario.model import Pose2D, Scenario
 from acres_sim.scenario.scenario_file import load
 from acres_sim.scenario.scripted import WaypointDriver
 from acres_sim.stream.timing import PHYSICS_HZ
@@ -55,7 +60,8 @@ class AcresParallelEnv(ParallelEnv):
                  steps_per_action: int = DEFAULT_STEPS_PER_ACTION, render_mode: str | None = None,
                  reward: Mapping[str, float] | None = None, lidar_columns: int = DEFAULT_LIDAR_COLUMNS,
                  camera_size: tuple[int, int] = DEFAULT_CAMERA_SIZE, sets: Sequence[str] = (),
-                 game_args: Sequence[str] = ()):
+                 game_args: Sequence[str] = (), start_spread: Sequence[float] = (0.0, 0.0, 0.0),
+                 record: str | Path | None = None):
         self.scenario: Scenario = load(scenario, list(sets))
         unknown = [o for o in observations if o not in OBSERVATIONS]
         if unknown or not observations:
@@ -65,6 +71,14 @@ class AcresParallelEnv(ParallelEnv):
             raise ValueError(f"steps_per_action must be a positive integer, got {steps_per_action!r}")
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        spread = tuple(float(v) for v in start_spread)
+        if len(spread) != 3 or not all(math.isfinite(v) and v >= 0.0 for v in spread):
+            raise ValueError(f"start_spread is (x_m, y_m, yaw_deg), three numbers >= 0, got {start_spread!r}")
+        self.start_spread = spread
+        self.record = Path(record) if record else None
+        if self.record is not None:
+            self.record.mkdir(parents=True, exist_ok=True)
+        self.episodes = 0
         self.observed = tuple(dict.fromkeys(observations))
         self.steps_per_action = steps_per_action
         self.render_mode = render_mode
@@ -133,7 +147,11 @@ class AcresParallelEnv(ParallelEnv):
             self._session = LearnerSession(self.scenario, self.observed, self.lidar_columns,
                                            self.camera_size if "camera" in self.observed else None,
                                            self.game_args)
-        self._t0 = self._t = self._session.reset(episode_seed)
+        log = None
+        if self.record is not None:
+            log = str((self.record / f"episode_{self.episodes:05d}_seed{episode_seed}.mcap").resolve())
+        self.episodes += 1
+        self._t0 = self._t = self._session.reset(episode_seed, self._starts(episode_seed), log)
         self.agents = list(self.possible_agents)
         self._drivers = {a.name: WaypointDriver(a.waypoints, a.speed_mps,
                                                 VEHICLE_PARAMS[a.vehicle].wheelbase_m,
@@ -144,6 +162,19 @@ class AcresParallelEnv(ParallelEnv):
         self._distance = {a: self._distance_to_target(a) for a in self.agents}
         return ({a: self._observe(a) for a in self.agents},
                 {a: {"episode_seed": episode_seed, **self._criteria(a)} for a in self.agents})
+
+    def _starts(self, episode_seed: int) -> dict[str, Pose2D]:
+        """Each learner-driven agent's start, drawn from the episode's seed within start_spread."""
+        if not any(self.start_spread):
+            return {}
+        draw = np.random.default_rng(episode_seed)
+        dx, dy, dyaw = self.start_spread
+        out = {}
+        for agent in self.possible_agents:
+            pose = self.scenario.agent(agent).pose
+            out[agent] = Pose2D(pose.x + draw.uniform(-dx, dx), pose.y + draw.uniform(-dy, dy),
+                                pose.yaw_deg + draw.uniform(-dyaw, dyaw))
+        return out
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         if not self.agents:
@@ -173,8 +204,8 @@ class AcresParallelEnv(ParallelEnv):
         observations, rewards, terminations, truncations, infos = {}, {}, {}, {}, {}
         for agent in self.agents:
             mine = [c for c in session.judge.criteria if c.agent == agent]
-            decided = all(c.decided for c in mine)
             failed = any(c.verdict.passed is False for c in mine)
+            decided = failed or all(c.decided for c in mine)  # one failed criterion fails the task
             newly = decided and not self._was_decided[agent]
             self._was_decided[agent] = decided
             distance = self._distance_to_target(agent)
@@ -191,8 +222,26 @@ class AcresParallelEnv(ParallelEnv):
             truncations[agent] = not decided and scenario_t >= self.scenario.duration_s - 1e-9
             infos[agent] = {**self._criteria(agent), "reward_terms": outcome.terms(),
                             "return": self._returns[agent], "scenario_time_s": scenario_t}
+            if self.record is not None:
+                self._tell(agent, rewards[agent])
         self.agents = [a for a in self.agents if not (terminations[a] or truncations[a])]
         return observations, rewards, terminations, truncations, infos
+
+    def _tell(self, agent: str, reward_: float) -> None:
+        """The agent's TaskStatus of this step into the episode log (a recording environment)."""
+        assert self._session is not None
+        judge = self._session.judge
+        state, detail = judge.task_state(agent)
+        stamp_ns = round(self._t * 1e9)
+        try:
+            self._session.task({"header": {"stamp": {"sec": stamp_ns // 10**9, "nanosec": stamp_ns % 10**9},
+                                           "frame_id": ""},
+                                "agent": agent, "task": self.scenario.name, "state": state,
+                                "progress": float(max(0.0, min(1.0, judge.task_progress(agent)))),
+                                "reward": float(reward_), "cumulative_reward": float(self._returns[agent]),
+                                "detail": detail})
+        except SessionDied:
+            pass  # the next step says so
 
     def _died(self, why: str) -> tuple[dict, dict, dict, dict, dict]:
         """The world went away: every agent's episode is truncated; the next reset starts a new one."""

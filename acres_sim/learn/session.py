@@ -26,7 +26,7 @@ from acres_sim.game.vehicle_client import VehicleClient
 from acres_sim.learn.observations import range_image, resampled
 from acres_sim.scenario.criteria import CROP_CRUSHED
 from acres_sim.scenario.judge import Judge
-from acres_sim.scenario.model import Scenario
+from acres_sim.scenario.model import Pose2D, Scenario
 from acres_sim.scenario.processes import GameProcess, start_fake_game
 from acres_sim.scenario.world_setup import prepare_world, wait_for_game
 from acres_sim.stream.client import Frame, StreamClient
@@ -99,6 +99,7 @@ class LearnerSession:
         self.vehicles: dict[str, VehicleClient] = {}
         self.sensors: dict[str, _Sensors] = {}
         self.speed = {a: SpeedController(SPEED_KP, SPEED_KI) for a in self.agents}
+        self.recording = False
         try:
             self.game = start_fake_game(self.agents, [a.vehicle for a in scenario.agents], scenario.seed,
                                         self.dir, dict(os.environ if env is None else env),
@@ -128,9 +129,14 @@ class LearnerSession:
 
     # -- the episode --------------------------------------------------------------------------
 
-    def reset(self, seed: int) -> float:
-        """The world as the scenario starts it, with every random process from `seed`, after one
-        command period with every agent standing (so that every sensor has a frame): its world time."""
+    def reset(self, seed: int, starts: Mapping[str, Pose2D] | None = None,
+              record: str | None = None) -> float:
+        """The world as the scenario starts it, with every random process from `seed` and the agents
+        of `starts` at those poses, after one command period with every agent standing (so that every
+        sensor has a frame): its world time. `record`: the episode log's path, from the start on."""
+        if self.recording:
+            self._call(self.control.record_stop)
+            self.recording = False
         self._check()
         with self._lock:
             self.judge = Judge(self.scenario, math.inf, lambda status: None)
@@ -143,6 +149,12 @@ class LearnerSession:
             sensors.forget()
         self._call(lambda: self.control.reset("all", seed=seed))
         self._call(lambda: prepare_world(self.control, self.scenario))
+        for agent, pose in (starts or {}).items():
+            self._call(lambda: self.control.set_state(agent, (pose.x, pose.y, 0.0), pose.quaternion(),
+                                                      on_ground=True))
+        if record:
+            self._call(lambda: self.control.record_start(record))
+            self.recording = True
         for controller in self.speed.values():
             controller.reset()
         for agent in self.agents:  # standing, brakes on
@@ -240,7 +252,17 @@ class LearnerSession:
         except (ConnectionError, OSError) as exc:
             raise SessionDied(f"the game's control channel failed: {exc}{self._where()}") from None
 
+    def task(self, status: dict[str, Any]) -> None:
+        """A TaskStatus into the episode log (and onto the watch feed)."""
+        self._call(lambda: self.control.task(status))
+
     def close(self) -> None:
+        if self.recording and self.alive:
+            try:
+                self.control.record_stop()  # the log finished, not cut at its last chunk
+            except (ConnectionError, OSError):
+                pass
+            self.recording = False
         for sensors in self.sensors.values():
             sensors.client.stop()
         for client in self.vehicles.values():

@@ -111,6 +111,13 @@ class Judge:
     def passed(self) -> bool:
         return all(c.verdict.passed for c in self.criteria)
 
+    def task_state(self, agent: str) -> tuple[int, str]:
+        """The agent's TaskStatus state (RUNNING, SUCCEEDED, FAILED) and, when failed, why."""
+        return self._state(agent)
+
+    def task_progress(self, agent: str) -> float:
+        return self._progress(agent)
+
     def _state(self, agent: str) -> tuple[int, str]:
         mine = [c for c in self.criteria if c.agent == agent]
         failed = [c for c in mine if c.verdict.passed is False]

@@ -4,7 +4,8 @@ before the checks, so that an override is checked like the file and a refusal na
 Dotted keys address the YAML: a mapping's key, a list item by its `name` (objects) or its index
 (criteria, events): `conditions.dust=0.5`, `objects.bale1.pose.x=4`, `agents.polaris.pose.yaw_deg=90`,
 `criteria.0.reach.within_s=12`. The value is read as YAML (a number, a string, a list); a key the file
-lacks is added where its parent exists.
+lacks is added, with the mappings above it that it lacks (conditions.dust in a file without
+conditions); a list item must exist.
 """
 
 from __future__ import annotations
@@ -33,12 +34,18 @@ def apply_override(root: yaml.MappingNode, override: str) -> None:
             found = next((pair for pair in node.value if pair[0].value == part), None)
             if last:
                 if found is None:
-                    node.value.append((yaml.ScalarNode("tag:yaml.org,2002:str", part), new))
+                    added = yaml.ScalarNode("tag:yaml.org,2002:str", part)
+                    _mark_all(added, where)
+                    node.value.append((added, new))
                 else:
                     node.value[node.value.index(found)] = (found[0], new)
                 return
-            if found is None:
-                raise ScenarioError(where, key, f"the file has no {'.'.join(parts[:depth_ + 1])}")
+            if found is None:  # a section the file leaves out (conditions, shifts): made for the key
+                found = (yaml.ScalarNode("tag:yaml.org,2002:str", part),
+                         yaml.MappingNode("tag:yaml.org,2002:map", []))
+                _mark_all(found[0], where)
+                _mark_all(found[1], where)
+                node.value.append(found)
             node = found[1]
         elif isinstance(node, yaml.SequenceNode):
             index = _item(node, part)

@@ -31,14 +31,14 @@ class Child:
     """A child process with its output in a file (and its lines kept for waiting on them)."""
 
     def __init__(self, name: str, args: list[str], env: Mapping[str, str], log_dir: Path,
-                 shell: bool = False):
+                 shell: bool = False, cwd: str | Path | None = None):
         self.name = name
         self.lines: list[str] = []
         self._new = threading.Condition()
         self._log = open(log_dir / f"{name}.log", "w", encoding="utf-8")  # noqa: SIM115 -- closed in stop()
         self.proc = subprocess.Popen(args if not shell else args[0], env=dict(env), shell=shell,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                     start_new_session=True, preexec_fn=end_with_the_parent)
+                                     cwd=cwd, start_new_session=True, preexec_fn=_in_the_child)
         self._reader = threading.Thread(target=self._read, name=f"{name}-output", daemon=True)
         self._reader.start()
 
@@ -122,6 +122,14 @@ def start_fake_game(agents: Sequence[str], vehicles: Sequence[str], seed: int, l
         child.stop()
         raise
     return GameProcess(child, ports, vehicle_ports, control)
+
+
+def _in_the_child() -> None:
+    """(in the child, before exec) Its signals as a fresh process has them, whatever its parent
+    blocked (a Ray worker runs its tasks with SIGINT blocked, and a blocked mask survives exec: its
+    children would ignore the SIGINT that stops them), and its end tied to its parent's."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    end_with_the_parent()
 
 
 def end_with_the_parent() -> None:

@@ -22,21 +22,7 @@ gymnasium = pytest.importorskip("gymnasium", reason="gymnasium is not installed 
 import acres_sim.learn  # noqa: E402,F401 -- registers acres_sim/Scenario-v0
 from acres_sim.learn import AcresEnv, AcresParallelEnv  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
-GATE = REPO / "scenarios" / "drive_to_the_gate.yaml"
-TWO = """acres_scenario: 1
-name: two_to_their_gates
-seed: 11
-duration_s: 3.0
-pace: lockstep
-agents:
-  polaris: {vehicle: polaris, pose: {x: -10.0, y: -28.0}}
-  maxxum: {vehicle: maxxum, pose: {x: -10.0, y: -20.0}}
-criteria:
-  - {reach: {agent: polaris, x: 10.0, y: -28.0}}
-  - {reach: {agent: maxxum, x: 10.0, y: -20.0}}
-  - {no_collision: {agent: maxxum}}
-"""
+from support.learn_scenarios import GATE, REPO, TWO  # noqa: E402
 
 
 def _run(env, actions: list[np.ndarray], seed: int) -> tuple[list, list]:
@@ -126,6 +112,38 @@ def test_a_scenario_without_a_task_for_an_agent_is_refused(tmp_path):
     path.write_text(TWO.replace("  - {reach: {agent: polaris, x: 10.0, y: -28.0}}\n", ""))
     with pytest.raises(ValueError, match="polaris has none"):
         AcresParallelEnv(path)
+
+
+def test_a_recording_environment_logs_each_episode_with_its_task_status(tmp_path):
+    from rosbags.highlevel import AnyReader
+    from rosbags.typesys import Stores, get_typestore
+
+    env = AcresEnv(GATE, observations=["state"], record=tmp_path / "logs")
+    returns = []
+    try:
+        for seed in (4, 5):
+            env.reset(seed=seed)
+            for _ in range(8):
+                _obs, _reward, _term, _trunc, info = env.step(np.array([0.4, 0.0], np.float32))
+            returns.append(info["return"])
+        env.reset(seed=6)  # finishes the second episode's log
+    finally:
+        env.close()
+    logs = sorted((tmp_path / "logs").glob("episode_*.mcap"))
+    assert [p.name.split("_seed")[0] for p in logs] == ["episode_00000", "episode_00001", "episode_00002"]
+    for path, expected in zip(logs, returns):
+        tasks, states = [], 0
+        with AnyReader([path], default_typestore=get_typestore(Stores.EMPTY)) as reader:
+            for connection, _t, raw in reader.messages():
+                if connection.topic == "/sim/task":
+                    tasks.append(reader.deserialize(raw, connection.msgtype))
+                elif connection.topic == "/sim/agent_states":
+                    states += 1
+        assert len(tasks) == 8 and {t.task for t in tasks} == {"drive_to_the_gate"}
+        assert tasks[-1].cumulative_reward == pytest.approx(expected, abs=1e-5)  # float32 in the message
+        assert sum(t.reward for t in tasks) == pytest.approx(expected, abs=1e-4)
+        assert {t.state for t in tasks} == {0}  # running: 8 steps do not reach the gate
+        assert states >= 8 * 12  # every physics step's states from the start on
 
 
 def test_a_world_that_dies_truncates_the_episode_and_the_next_reset_starts_a_new_one():

@@ -1,0 +1,151 @@
+"""`ros2 run acres_sim campaign FILE --out DIR [--address RAY_ADDRESS] [--workers N]`: a scenario run
+over a sweep of its keys (campaign_file.py), every run its own session in its own ROS domain, as Ray
+tasks (executors.py) or threads where Ray is not installed.
+
+DIR gets campaign.json (the files it was made from), runs.csv (table.py, rewritten after every run),
+runs/<run>/ (each run's report.json, episode.mcap and its processes' output) and pass_rate.png.
+Run again with the same DIR, it does only the runs not finished yet, and refuses when the campaign
+or scenario file changed. Ctrl-C stops the runs under way (their sessions end; they are done again
+on resume) and keeps the table of what finished.
+
+Exit: 0 every run passed, 1 a run failed, ended in error or timed out, 2 the campaign was refused,
+130 stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from acres_sim.campaign import pass_rate
+from acres_sim.campaign.campaign_file import CampaignError, load_campaign
+from acres_sim.campaign.executors import LocalRuns, RayRuns, keep_ray_on_loopback, ray_installed
+from acres_sim.campaign.run import RunSpec
+from acres_sim.campaign.table import CampaignChanged, RunsTable, claim
+from acres_sim.scenario.judge import Judge
+
+PICTURE = "pass_rate.png"
+DRAIN_S = 60.0  # after Ctrl-C: the runs under way end their sessions within this
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="campaign", description="Run a scenario over a sweep of its keys.")
+    p.add_argument("file", help="the campaign (YAML: acres_campaign: 1)")
+    p.add_argument("--out", default="", metavar="DIR",
+                   help="the campaign's directory (new, or one to resume)")
+    p.add_argument("--address", default="", metavar="RAY_ADDRESS",
+                   help="a Ray cluster's address (ray start --head prints it); default: this machine")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="runs at once (default: one per core, of the cluster with --address)")
+    p.add_argument("--check", action="store_true", help="check the campaign, list its runs and exit")
+    args = p.parse_args(argv)
+    if not args.out and not args.check:
+        p.error("--out DIR is needed: the campaign's directory (new, or one to resume)")
+    if args.workers is not None and args.workers < 1:
+        p.error("--workers must be at least 1")
+    return args
+
+
+def _say(line: str) -> None:
+    print(f"campaign: {line}", flush=True)
+
+
+def _save(out: Path, result: dict[str, Any]) -> None:
+    run_dir = out / "runs" / result["name"]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for name, data in result["files"].items():
+        target = run_dir / name.removeprefix("run/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        campaign = load_campaign(args.file)
+    except CampaignError as exc:
+        print(f"campaign: refused: {exc}", file=sys.stderr)
+        return 2
+    runs = campaign.runs()
+    if args.check:
+        print(f"{args.file}: ok: {len(runs)} runs of {campaign.scenario.name} over "
+              f"{', '.join(campaign.keys)}")
+        for run in runs:
+            print(f"  {run.name}: " + ", ".join(f"{k}={v!r}" for k, v in run.values.items()))
+        return 0
+    if args.address and not ray_installed():
+        print("campaign: refused: --address needs Ray, which is not installed here "
+              "(pip install -r tools/requirements-learn.txt, or ACRES_LEARN=1 bash tools/bootstrap.sh)",
+              file=sys.stderr)
+        return 2
+    if not args.address:
+        keep_ray_on_loopback()
+    out = Path(args.out).resolve()
+    try:
+        claim(out, campaign, len(runs))
+    except CampaignChanged as exc:
+        print(f"campaign: refused: {exc}", file=sys.stderr)
+        return 2
+    criteria = [c.name for c in Judge(campaign.scenario, math.inf, lambda status: None).criteria]
+    table = RunsTable(out, campaign, criteria)
+    todo = [r for r in runs if r.name not in table.rows]
+    text = campaign.scenario_path.read_text(encoding="utf-8")
+    specs = [RunSpec(r, text, campaign.scenario_path.name, str(campaign.path.parent), campaign.stack,
+                     campaign.run_timeout_s, campaign.game_args) for r in todo]
+    executor = RayRuns(args.address, args.workers) if ray_installed() else LocalRuns(args.workers)
+    _say(f"{campaign.scenario.name}: {len(runs)} runs over {', '.join(campaign.keys)}"
+         f" ({len(runs) - len(todo)} finished before), {executor.workers} at once on {executor.where}")
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill ends it as Ctrl-C does
+    started, done = time.monotonic(), 0
+    interrupted = False
+    try:
+        try:
+            while specs or executor.in_flight:
+                while specs and executor.in_flight < executor.workers:
+                    executor.submit(specs.pop(0))
+                for result in executor.finished(1.0):
+                    if result is None or result["status"] == "interrupted":
+                        continue
+                    _save(out, result)
+                    table.add(result)
+                    done += 1
+                    _say(f"{result['name']} {result['status']:<7} ({done}/{len(todo)}, "
+                         f"{result['wall_s']:.1f} s"
+                         f"{', node ' + result['node'][:12] if result['node'] else ''})"
+                         + (f": {result['reason']}" if result["reason"] else ""))
+        except KeyboardInterrupt:
+            interrupted = True
+            _say(f"stopping: the {executor.in_flight} runs under way end their sessions "
+                 "(they run again when the campaign resumes)")
+            executor.cancel()
+            deadline = time.monotonic() + DRAIN_S
+            while executor.in_flight and time.monotonic() < deadline:
+                for result in executor.finished(1.0):
+                    if result is not None and result["status"] != "interrupted":
+                        _save(out, result)
+                        table.add(result)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        executor.close()
+        table.write()
+        rows = list(table.rows.values())
+        if rows:
+            ranged = frozenset(k for k, d in campaign.draws.items() if d.kind == "uniform")
+            pass_rate.draw(out / PICTURE, campaign.scenario.name, campaign.keys, rows, ranged)
+    wall = time.monotonic() - started
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("passed", "failed", "error", "timeout")}
+    _say(f"{len(rows)}/{len(runs)} runs finished: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+         + (f"; {done} in {wall:.0f} s ({60.0 * done / wall:.2f} runs/min)" if done and wall > 0 else ""))
+    _say(f"table {table.path}, picture {out / PICTURE}, runs {out / 'runs'}")
+    if interrupted:
+        return 130
+    return 0 if counts["passed"] == len(runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

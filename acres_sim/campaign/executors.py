@@ -1,0 +1,123 @@
+"""Where a campaign's runs execute (ROS-free): as Ray tasks, on this machine (a Ray instance of its own,
+bound to 127.0.0.1) or on a cluster (`--address`), or, where Ray is not installed, on threads of this
+process (each run is a process of its own either way). Both give the same results (run.py's dicts);
+a run cancelled before it finished gives None.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from acres_sim.campaign.run import RunSpec, execute_run
+
+# A local Ray instance: its object store holds the runs' results (a report and a log of a few MB
+# each) and no more; Ray's default would take 30 % of the machine's memory. No dashboard.
+OBJECT_STORE_BYTES = 512 * 1024 * 1024
+
+
+def ray_installed() -> bool:
+    return importlib.util.find_spec("ray") is not None
+
+
+def keep_ray_on_loopback() -> None:
+    """Before Ray is imported, for a Ray instance of this machine alone: every Ray process binds to
+    127.0.0.1 (Ray's switch for single-machine clusters; a cluster's nodes need their real address)."""
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+class _Runs:
+    _pending: Any
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+
+class LocalRuns(_Runs):
+    """Runs on threads of this process (no Ray)."""
+
+    where = "this machine (threads; Ray is not installed)"
+
+    def __init__(self, workers: int | None):
+        self.workers = workers or os.cpu_count() or 1
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="campaign-run")
+        self._stop = threading.Event()
+        self._pending: set[Future] = set()
+        self._node = socket.gethostname()
+
+    def submit(self, spec: RunSpec) -> None:
+        self._pending.add(self._pool.submit(execute_run, spec, self._node, self._stop))
+
+    def finished(self, timeout_s: float) -> list[dict[str, Any] | None]:
+        if not self._pending:
+            return []
+        done, self._pending = wait(self._pending, timeout_s, FIRST_COMPLETED)
+        return [None if f.cancelled() else f.result() for f in done]
+
+    def cancel(self) -> None:
+        self._stop.set()
+        for f in list(self._pending):
+            f.cancel()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _on_a_ray_node(spec: RunSpec) -> dict[str, Any]:
+    import ray
+
+    return execute_run(spec, ray.get_runtime_context().get_node_id())
+
+
+class RayRuns(_Runs):
+    """Runs as Ray tasks (one CPU each), on a cluster given by its address or on a local instance."""
+
+    def __init__(self, address: str | None, workers: int | None):
+        import ray
+
+        self._ray = ray
+        if address:
+            ray.init(address=address, log_to_driver=False)
+            self.where = f"the Ray cluster at {address}"
+        else:
+            ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
+                     object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False)
+            self.where = "this machine (a local Ray instance)"
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.workers = workers or cpus
+        self._task = ray.remote(num_cpus=1, max_retries=0)(_on_a_ray_node)
+        self._pending: dict[Any, RunSpec] = {}
+
+    def submit(self, spec: RunSpec) -> None:
+        self._pending[self._task.remote(spec)] = spec
+
+    def finished(self, timeout_s: float) -> list[dict[str, Any] | None]:
+        if not self._pending:
+            return []
+        ray = self._ray
+        done, _ = ray.wait(list(self._pending), num_returns=1, timeout=timeout_s)
+        out: list[dict[str, Any] | None] = []
+        for ref in done:
+            spec = self._pending.pop(ref)
+            try:
+                out.append(ray.get(ref))
+            except ray.exceptions.TaskCancelledError:
+                out.append(None)
+            except ray.exceptions.RayError as exc:  # its worker or node died: the run has no verdict
+                out.append({"run": spec.run.index, "name": spec.run.name, "values": spec.run.values,
+                            "status": "error",
+                            "reason": f"Ray lost the run: {type(exc).__name__}: {exc}"[:500],
+                            "report": None, "node": "", "wall_s": 0.0, "files": {}})
+        return out
+
+    def cancel(self) -> None:
+        for ref in self._pending:
+            self._ray.cancel(ref)  # a KeyboardInterrupt in the task: it stops its runner
+
+    def close(self) -> None:
+        self._ray.shutdown()

@@ -1,0 +1,93 @@
+"""One run of a campaign, on whichever machine it is given to (ROS-free): the scenario file (its text,
+shipped with the run) through the scenario runner with the run's `--set` overrides, in a ROS domain
+leased on this host, within a wall-clock limit. The result carries the report and every file the run
+wrote, as bytes, so that the driver keeps them whichever node ran it.
+
+Statuses: the runner's passed, failed and error; timeout when the wall-clock limit ended it;
+interrupted when the campaign was stopped (not a result: the run is done again on resume).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acres_sim.campaign.campaign_file import Run
+from acres_sim.campaign.domains import DomainLease
+from acres_sim.scenario.processes import Child
+
+POLL_S = 0.2
+
+
+@dataclass
+class RunSpec:
+    run: Run
+    scenario_text: str
+    scenario_file_name: str
+    campaign_dir: str  # the stack's working directory where it exists on the node
+    stack: str
+    timeout_s: float
+    game_args: list[str] = field(default_factory=list)
+
+
+def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -> dict[str, Any]:
+    """The run to its end; `stop` set (or KeyboardInterrupt, a cancelled Ray task) interrupts it."""
+    started = time.monotonic()
+    status, reason, report = "error", "", None
+    with tempfile.TemporaryDirectory(prefix=f"acres_campaign_{spec.run.name}_") as tmp:
+        work = Path(tmp)
+        scenario = work / spec.scenario_file_name
+        scenario.write_text(spec.scenario_text, encoding="utf-8")
+        out = work / "run"
+        try:
+            with DomainLease() as domain:
+                args = [sys.executable, "-m", "acres_sim.nodes.scenario_runner", str(scenario),
+                        "--out", str(out), "--domain", str(domain), "--quiet"]
+                for override in spec.run.overrides():
+                    args += ["--set", override]
+                if spec.stack:
+                    args += ["--stack", spec.stack]
+                args += [f"--game-arg={a}" for a in spec.game_args]
+                env = {**os.environ, "ROS_DOMAIN_ID": str(domain),
+                       "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+                cwd = spec.campaign_dir if Path(spec.campaign_dir).is_dir() else tmp
+                runner = Child("runner", args, env, work, cwd=cwd)
+                try:
+                    status, reason = _wait(runner, started + spec.timeout_s, stop, spec.timeout_s)
+                finally:
+                    runner.stop()  # SIGINT: the runner ends its session and writes its report
+        except KeyboardInterrupt:
+            status, reason = "interrupted", "the campaign was stopped"
+        except (OSError, TimeoutError) as exc:
+            status, reason = "error", f"the run could not start: {exc}"
+        report_path = out / "report.json"
+        if report_path.exists():
+            report = json.loads(report_path.read_text(encoding="utf-8"))
+            if status == "":
+                status, reason = report["status"], report["reason"]
+        elif status == "":
+            status, reason = "error", f"the scenario runner wrote no report (exit {runner.proc.returncode})"
+        files = {str(p.relative_to(work)): p.read_bytes() for p in sorted(work.rglob("*"))
+                 if p.is_file() and p != scenario}
+    return {"run": spec.run.index, "name": spec.run.name, "values": spec.run.values, "status": status,
+            "reason": reason, "report": report, "node": node, "wall_s": time.monotonic() - started,
+            "files": files}
+
+
+def _wait(runner: Child, deadline: float, stop: threading.Event | None, timeout_s: float) -> tuple[str, str]:
+    """('', '') once the runner ended by itself (its report says how), else why it was ended."""
+    while runner.alive:
+        if stop is not None and stop.is_set():
+            return "interrupted", "the campaign was stopped"
+        if time.monotonic() > deadline:
+            return "timeout", (f"the run took longer than its wall-clock limit of {timeout_s:g} s "
+                               "(run_timeout_s)")
+        time.sleep(POLL_S)
+    return "", ""

@@ -1,0 +1,84 @@
+"""A campaign's table, DIR/runs.csv (ROS-free): a row per finished run, rewritten whole (to a new file,
+then renamed) after each, so that a campaign stopped at any moment leaves a table of what finished;
+and DIR/campaign.json, the files it was made from (their SHA-256), which a resume must match.
+
+Columns: run, a column per swept key (its dotted key), status (passed, failed, error, timeout),
+passed, a column per criterion with its value, node (where it ran), wall_s, reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from acres_sim.campaign.campaign_file import Campaign
+
+FINISHED = ("passed", "failed", "error", "timeout")
+TABLE, STATE = "runs.csv", "campaign.json"
+
+
+class CampaignChanged(ValueError):
+    """The directory holds a campaign made from other files than these."""
+
+
+class RunsTable:
+    def __init__(self, out_dir: Path, campaign: Campaign, criteria: list[str]):
+        self.path = out_dir / TABLE
+        self.keys = campaign.keys
+        self.criteria = criteria
+        self.columns = ["run", *self.keys, "status", "passed", *criteria, "node", "wall_s", "reason"]
+        self.rows: dict[str, dict[str, str]] = {}
+        if self.path.exists():
+            with open(self.path, newline="", encoding="utf-8") as f:
+                for row in csv.DictReader(f):
+                    if row.get("status") in FINISHED:
+                        self.rows[row["run"]] = {c: row.get(c, "") for c in self.columns}
+
+    def add(self, result: dict[str, Any]) -> None:
+        report = result["report"] or {}
+        values = {c["name"]: c["value"] for c in report.get("criteria", [])}
+        row = {"run": result["name"], **{k: _cell(result["values"].get(k)) for k in self.keys},
+               "status": result["status"], "passed": str(result["status"] == "passed"),
+               **{c: _cell(values.get(c)) for c in self.criteria}, "node": result["node"],
+               "wall_s": f"{result['wall_s']:.2f}", "reason": result["reason"]}
+        self.rows[result["name"]] = row
+        self.write()
+
+    def write(self) -> None:
+        partial = self.path.with_suffix(".csv.partial")
+        with open(partial, "w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, self.columns)
+            writer.writeheader()
+            for name in sorted(self.rows):
+                writer.writerow(self.rows[name])
+        os.replace(partial, self.path)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def claim(out_dir: Path, campaign: Campaign, runs: int) -> None:
+    """DIR/campaign.json for a new campaign, or the check that DIR's is this one's (CampaignChanged)."""
+    state = out_dir / STATE
+    mine = {"campaign": str(campaign.path), "scenario": str(campaign.scenario_path),
+            "sha256": campaign.fingerprints, "runs": runs, "keys": campaign.keys}
+    if state.exists():
+        theirs = json.loads(state.read_text(encoding="utf-8"))
+        changed = [f"the {what} file" for what in ("campaign", "scenario")
+                   if theirs.get("sha256", {}).get(what) != campaign.fingerprints[what]]
+        if changed:
+            raise CampaignChanged(
+                f"{out_dir} holds a campaign made from other files: {' and '.join(changed)} changed since "
+                f"({theirs.get('campaign')}, {theirs.get('scenario')}). Its runs would not be comparable: "
+                "give another --out, or put the files back as they were")
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps(mine, indent=2) + "\n", encoding="utf-8")

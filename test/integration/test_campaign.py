@@ -1,0 +1,198 @@
+"""Campaigns as a user runs them (`python -m acres_sim.campaign.cli`, each run the scenario runner with a
+stack in a ROS domain leased on this host): a grid x random sweep over a bale's place writes a table
+whose verdicts follow the bale, each run's report and log and a picture; Ctrl-C keeps the table of
+what finished and leaves no process behind; the campaign resumes without redoing a finished run and
+refuses to resume once its scenario changed; a silent stack and a run past its wall-clock limit are
+told apart (error, timeout); and, with Ray installed, 12 runs on a two-node Ray cluster (both nodes
+on 127.0.0.1) are spread over both nodes, stopped and resumed."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is needed")
+pytest.importorskip("ackermann_msgs", reason="ackermann_msgs is not installed")
+pytest.importorskip("acres_interfaces.msg", reason="acres_interfaces is not built (see the README)")
+
+from acres_sim.campaign.campaign_file import load_campaign  # noqa: E402
+
+from harness.bale_sweep import CRITERIA, SCENARIO, write_campaign  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _campaign(tmp_path: Path, body: str, driver: str = "--speed 3") -> Path:
+    return write_campaign(tmp_path, body, driver)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    path = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
+    env.update(PYTHONUNBUFFERED="1", PYTHONPATH=path)
+    return env
+
+
+def _start(campaign: Path, out: Path, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "acres_sim.campaign.cli", str(campaign), "--out", str(out),
+                             *extra], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _run(campaign: Path, out: Path, *extra: str, timeout_s: float = 600.0) -> tuple[int, str]:
+    proc = _start(campaign, out, *extra)
+    output, _ = proc.communicate(timeout=timeout_s)
+    return proc.returncode, output
+
+
+def _table(out: Path) -> list[dict[str, str]]:
+    with open(out / "runs.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _rows_when(out: Path, proc: subprocess.Popen, at_least: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[0]
+        if (out / "runs.csv").exists() and len(_table(out)) >= at_least:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no {at_least} finished runs within {timeout_s:g} s")
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    return output
+
+
+def _leftovers(where: Path) -> list[str]:
+    """Processes of the campaign's runs still alive: every runner and what it starts work in the
+    campaign file's directory."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and Path(os.readlink(proc / "cwd")).is_relative_to(where):
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:200])
+        except OSError:
+            continue  # ended meanwhile, or not ours to read
+    return found
+
+
+def _none_left(where: Path) -> None:
+    deadline = time.monotonic() + 15
+    while _leftovers(where) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _leftovers(where), _leftovers(where)
+
+
+def _check_table(out: Path, campaign: Path, rows: list[dict[str, str]]) -> None:
+    expected = {r.name: r.values for r in load_campaign(campaign).runs()}
+    assert list(rows[0]) == ["run", "objects.bale1.pose.y", "conditions.dust", "status", "passed", *CRITERIA,
+                             "node", "wall_s", "reason"]
+    for row in rows:
+        values = expected[row["run"]]
+        assert float(row["objects.bale1.pose.y"]) == values["objects.bale1.pose.y"]
+        assert float(row["conditions.dust"]) == values["conditions.dust"]  # the draw, to the last bit
+        on_track = values["objects.bale1.pose.y"] == -28.0
+        # the verdict follows the bale: hit on the track, clear beside it
+        assert row["status"] == ("failed" if on_track else "passed"), row
+        assert row["passed"] == str(not on_track)
+        assert (float(row[CRITERIA[0]]) > 0.0) == on_track  # the contacts counted
+        assert 2.5 < float(row[CRITERIA[1]]) < 3.5  # top speed: the driver's 3 m/s
+        report = json.loads((out / "runs" / row["run"] / "report.json").read_text())
+        assert report["status"] == row["status"] and report["duration_s"] == 3.0
+        assert (out / "runs" / row["run"] / "episode.mcap").stat().st_size > 10_000
+        assert (out / "runs" / row["run"] / "stack.log").exists()
+
+
+def test_a_campaign_sweeps_stops_keeps_its_table_resumes_and_refuses_a_changed_scenario(tmp_path):
+    campaign = _campaign(tmp_path, "grid:\n  objects.bale1.pose.y: [-28.0, -20.0]\n"
+                                   "random:\n  runs: 2\n  seed: 3\n"
+                                   "  conditions.dust: {uniform: [0.0, 0.3]}\n")
+    out = tmp_path / "out"
+    proc = _start(campaign, out, "--workers", "1")
+    _rows_when(out, proc, 1, 300)
+    first = _stop(proc)
+    assert "stopping" in first
+    stopped = _table(out)
+    assert 1 <= len(stopped) < 4
+    _none_left(tmp_path)
+    assert (out / "pass_rate.png").exists()
+
+    code, output = _run(campaign, out, "--workers", "2")
+    assert code == 1, output  # two runs fail (the bale on the track)
+    assert f"({len(stopped)} finished before)" in output
+    rows = _table(out)
+    assert [r["run"] for r in rows] == ["run0000", "run0001", "run0002", "run0003"]
+    for before in stopped:  # not run again: the same row, the same wall time
+        assert rows[int(before["run"][3:])] == before
+    _check_table(out, campaign, rows)
+    from matplotlib.image import imread
+
+    assert imread(out / "pass_rate.png").shape[1] > 600  # a panel per swept key
+
+    (tmp_path / "sweep.yaml").write_text(SCENARIO.replace("seed: 5", "seed: 6"))
+    code, output = _run(campaign, out)
+    assert code == 2 and "the scenario file changed" in output, output
+    assert _table(out) == rows
+
+
+def test_a_silent_stack_is_an_error_and_a_run_past_its_limit_a_timeout(tmp_path):
+    # the stack answers for 1 s of world time; with stack_timeout_s 2 the runner ends the run (error),
+    # with 1000 it waits for it until the run's wall-clock limit (timeout)
+    campaign = _campaign(tmp_path, "grid:\n  stack_timeout_s: [2, 1000]\nrun_timeout_s: 25\n",
+                         driver="--speed 2 --silent-after 1")
+    code, output = _run(campaign, tmp_path / "out", "--workers", "2")
+    assert code == 1, output
+    rows = {r["stack_timeout_s"]: r for r in _table(tmp_path / "out")}
+    assert rows["2"]["status"] == "error" and "stack_timeout_s" in rows["2"]["reason"], rows["2"]
+    assert rows["1000"]["status"] == "timeout" and "25 s" in rows["1000"]["reason"], rows["1000"]
+    assert float(rows["1000"]["wall_s"]) < 25 + 30  # its session stopped within the stop's wait
+    _none_left(tmp_path)
+
+
+def test_a_campaign_that_cannot_run_is_refused_before_any_run(tmp_path):
+    campaign = _campaign(tmp_path, "grid:\n  objects.bale1.pose.x: [-4.5, -10.0]\n")  # on the Polaris
+    code, output = _run(campaign, tmp_path / "out")
+    assert code == 2 and "run0001 (objects.bale1.pose.x=-10.0)" in output, output
+    assert not (tmp_path / "out" / "runs.csv").exists()
+
+
+def test_twelve_runs_on_a_two_node_ray_cluster_use_both_nodes_stop_and_resume(tmp_path, two_ray_nodes):
+    import ray
+
+    ray.init(address=two_ray_nodes.address)
+    try:
+        nodes = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+        assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"} and len(nodes) == 2
+    finally:
+        ray.shutdown()
+    campaign = _campaign(tmp_path, "grid:\n  objects.bale1.pose.y: [-28.0, -20.0]\n"
+                                   "random:\n  runs: 6\n  seed: 4\n"
+                                   "  conditions.dust: {uniform: [0.0, 0.3]}\n")
+    out = tmp_path / "out"
+    proc = _start(campaign, out, "--address", two_ray_nodes.address)
+    _rows_when(out, proc, 3, 300)
+    first = _stop(proc)
+    assert "2 at once on the Ray cluster at 127.0.0.1:" in first, first
+    stopped = _table(out)
+    code, output = _run(campaign, out, "--address", two_ray_nodes.address)
+    assert code == 1, output
+    rows = _table(out)
+    assert len(rows) == 12 and f"({len(stopped)} finished before)" in output
+    for before in stopped:
+        assert rows[int(before["run"][3:])] == before
+    _check_table(out, campaign, rows)
+    assert {r["node"] for r in rows} == nodes  # both nodes ran runs
+    assert sum(r["status"] == "passed" for r in rows) == 6
+    assert (out / "pass_rate.png").exists()
+    _none_left(tmp_path)

@@ -1,0 +1,102 @@
+"""Campaign files (ROS-free): the sweep expanded into runs in a fixed order (grid combinations x random
+draws from the seed), every run's overrides checked before any starts, clear refusals; the pass
+rate's grouping; ROS domains leased once per host."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from acres_sim.campaign.campaign_file import CampaignError, load_campaign
+from acres_sim.campaign.domains import DomainLease
+from acres_sim.campaign.pass_rate import groups
+from acres_sim.scenario.scenario_file import load
+
+REPO = Path(__file__).resolve().parents[2]
+BALE = REPO / "scenarios" / "bale_ahead.yaml"
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "campaign.yaml"
+    path.write_text(f"acres_campaign: 1\nscenario: {BALE}\n{body}")
+    return path
+
+
+def test_a_grid_and_random_draws_expand_into_every_combination_in_order(tmp_path):
+    path = _write(tmp_path, "grid:\n  conditions.dust: [0.0, 0.5]\n  objects.bale1.pose.x: [4.6, 6.0, 8.0]\n"
+                            "random:\n  runs: 2\n  seed: 9\n  conditions.wetness: {uniform: [0.0, 1.0]}\n"
+                            "  conditions.sun_elevation_deg: {choice: [-3, 30]}\n")
+    campaign = load_campaign(path)
+    runs = campaign.runs()
+    assert len(runs) == 2 * 3 * 2 and [r.name for r in runs[:2]] == ["run0000", "run0001"]
+    assert campaign.keys == ["conditions.dust", "objects.bale1.pose.x", "conditions.wetness",
+                             "conditions.sun_elevation_deg"]
+    grid = [(r.values["conditions.dust"], r.values["objects.bale1.pose.x"]) for r in runs[::2]]
+    assert grid == list(itertools.product([0.0, 0.5], [4.6, 6.0, 8.0]))
+    draws = [r.values["conditions.wetness"] for r in runs]
+    assert len(set(draws)) == 12 and all(0.0 <= d <= 1.0 for d in draws)
+    assert {r.values["conditions.sun_elevation_deg"] for r in runs} <= {-3, 30}
+    assert [r.values for r in load_campaign(path).runs()] == [r.values for r in runs]  # the seed's runs
+    # the overrides reach the scenario: the run's own dust, wet and bale
+    scenario = load(BALE, runs[5].overrides())
+    assert scenario.conditions["dust"] == runs[5].values["conditions.dust"]
+    assert scenario.conditions["wetness"] == runs[5].values["conditions.wetness"]  # JSON keeps every bit
+    assert scenario.objects[0].pose.x == runs[5].values["objects.bale1.pose.x"]
+    assert campaign.run_timeout_s == pytest.approx(120.0 + 10.0 * 12.0)
+    other = _write(tmp_path, "random:\n  runs: 2\n  seed: 10\n  conditions.wetness: {uniform: [0.0, 1.0]}\n")
+    assert [r.values for r in load_campaign(other).runs()] != [{"conditions.wetness": d} for d in draws[:2]]
+
+
+@pytest.mark.parametrize("body,says", [
+    ("", "give grid and/or random"),
+    ("grid:\n  conditions.dust: []\n", "grid.conditions.dust: a non-empty list"),
+    ("grid:\n  conditions.dust: [0.2, 7.0]\n", "run0001 (conditions.dust=7.0)"),
+    ("grid:\n  objects.nothing.pose.x: [1.0]\n", "no item 'nothing'"),
+    ("random:\n  seed: 1\n  conditions.dust: {uniform: [0, 1]}\n", "random.runs"),
+    ("random:\n  runs: 2\n  conditions.dust: {normal: [0, 1]}\n", "random.conditions.dust"),
+    ("random:\n  runs: 2\n  conditions.dust: {uniform: [1, 0]}\n", "low <= high"),
+    ("grid:\n  conditions.dust: [0.1]\nrandom:\n  runs: 1\n  conditions.dust: {uniform: [0, 1]}\n",
+     "swept by the grid already"),
+    ("grid:\n  conditions.dust: [0.1]\nrun_timeout_s: -3\n", "run_timeout_s"),
+    ("grid:\n  conditions.dust: [0.1]\nstacks: x\n", "stacks: not a campaign key"),
+])
+def test_a_campaign_that_cannot_run_is_refused_with_the_key(tmp_path, body, says):
+    with pytest.raises(CampaignError, match=None) as refused:
+        load_campaign(_write(tmp_path, body))
+    assert says in str(refused.value), str(refused.value)
+
+
+def test_a_wrong_version_or_a_missing_scenario_is_refused(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("acres_campaign: 2\nscenario: x.yaml\ngrid: {seed: [1]}\n")
+    with pytest.raises(CampaignError, match="acres_campaign: must be 1"):
+        load_campaign(path)
+    path.write_text("acres_campaign: 1\nscenario: nowhere.yaml\ngrid: {seed: [1]}\n")
+    with pytest.raises(CampaignError, match="cannot read the scenario"):
+        load_campaign(path)
+
+
+def test_the_pass_rate_groups_values_and_bins_ranges():
+    cells = ["-28.0", "-20.0", "-28.0", "-20.0"]
+    assert groups(cells, [False, True, False, True]) == [("-28.0", 0, 2), ("-20.0", 2, 2)]
+    drawn = [repr(float(v)) for v in np.linspace(0.0, 0.3, 20)]
+    bins = groups(drawn, [bool(v > 0.15) for v in np.linspace(0.0, 0.3, 20)], ranged=True)
+    assert len(bins) == 8 and sum(n for _, _, n in bins) == 20
+    assert bins[0][1] == 0 and bins[-1][1] == bins[-1][2]  # none passed low, all high
+
+
+def test_a_ros_domain_is_leased_to_one_holder_at_a_time(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACRES_SIM_DOMAINS", "220-221")
+    with DomainLease(directory=tmp_path) as a, DomainLease(directory=tmp_path) as b:
+        assert {a, b} == {220, 221}
+        with pytest.raises(TimeoutError, match="220-221 was held"):
+            with DomainLease(timeout_s=0.3, directory=tmp_path):
+                pass
+    with DomainLease(directory=tmp_path) as again:
+        assert again == 220  # given back
+    monkeypatch.setenv("ACRES_SIM_DOMAINS", "300")
+    with pytest.raises(ValueError, match="0 to 232"):
+        DomainLease(directory=tmp_path).__enter__()
