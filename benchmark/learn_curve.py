@@ -3,7 +3,7 @@ policy (`make learn-curve`; needs the learners' extras).
 
 The task: scenarios/reach_the_gate.yaml, the Polaris' start drawn from each episode's seed within
 START_SPREAD (so that no constant action reaches the gate), state observations, the default dense
-reward (metres gained on the gate, +10 once it is reached with no contact, -10 when a criterion
+reward (metres gained on the gate, +10 once it is reached (the episode ends there), -10 when a criterion
 fails). PPO's observations and rewards are normalised by VecNormalize (its running statistics are
 used in evaluation too). GOAL_RETURN was fixed before any training: the mean return of EVAL_EPISODES
 evaluation episodes (deterministic policy, seeds EVAL_SEEDS, the same for every policy) must reach
