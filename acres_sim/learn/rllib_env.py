@@ -16,7 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 from gymnasium import spaces
-from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+try:
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+except ImportError as exc:  # the learners' extras are optional
+    raise ImportError("acres_sim.learn.rllib_env needs RLlib: pip install -r tools/requirements-learn.txt "
+                      "(or ACRES_LEARN=1 bash tools/bootstrap.sh)") from exc
 
 from acres_sim.learn.env import AcresParallelEnv
 
