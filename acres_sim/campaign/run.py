@@ -24,6 +24,7 @@ from acres_sim.campaign.domains import DomainLease
 from acres_sim.scenario.processes import Child
 
 POLL_S = 0.2
+RUNNER_STOP_S = 90.0
 
 
 @dataclass
@@ -62,7 +63,9 @@ def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -
                 try:
                     status, reason = _wait(runner, started + spec.timeout_s, stop, spec.timeout_s)
                 finally:
-                    runner.stop()  # SIGINT: the runner ends its session and writes its report
+                    # SIGINT: the runner ends its session (each process given its own wait) and
+                    # writes its report; SIGKILL only if it has not within RUNNER_STOP_S
+                    runner.stop(RUNNER_STOP_S)
         except KeyboardInterrupt:
             status, reason = "interrupted", "the campaign was stopped"
         except (OSError, TimeoutError) as exc:

@@ -56,6 +56,7 @@ BARRIER_TIMEOUT_S = 30.0
 DISCOVERY_SETTLE_S = 2.0  # a new participant's endpoints are matched within this on one host
 REPUBLISH_EVERY_S = 0.5  # the start's states again while the stack has not answered them
 PROGRESS_EVERY_S = 2.0
+WATCH_EVERY_S = 0.5  # how often a long wait looks for Ctrl-C and dead processes
 
 
 class RunEnded(Exception):
@@ -250,7 +251,7 @@ class ScenarioRun:
                 self._apply(game, events.pop(0))
             ros.drive_scripted(now)
             if lockstep:
-                late = ros.lockstep.held.wait(now, s.stack_timeout_s)
+                late = self._wait_commands(ros, session, now, s.stack_timeout_s)
                 if late:
                     self._check(session)  # a process that died is why nothing came, if one did
                     raise RunEnded("error", f"no command stamped for world time {now:.3f} s from "
@@ -301,6 +302,16 @@ class ScenarioRun:
             if dead or time.monotonic() > deadline:
                 return dead
             time.sleep(0.05)
+
+    def _wait_commands(self, ros: _Ros, session: Any, now: float, timeout_s: float) -> list[str]:
+        """The agents still late after timeout_s (see HeldCommands.wait), watching in slices for
+        Ctrl-C and dead processes meanwhile: a long stack_timeout_s never holds up a stop."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            late = ros.lockstep.held.wait(now, min(WATCH_EVERY_S, max(0.0, deadline - time.monotonic())))
+            if not late or time.monotonic() >= deadline:
+                return late
+            self._check(session)
 
     def _check(self, session: Any) -> None:
         if self.interrupted.is_set():

@@ -76,11 +76,12 @@ class Child:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def stop(self) -> int | None:
+    def stop(self, wait_s: float = STOP_WAIT_S) -> int | None:
+        """SIGINT, then SIGKILL after wait_s."""
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGINT)
-                self.proc.wait(STOP_WAIT_S)
+                self.proc.wait(wait_s)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5.0)
