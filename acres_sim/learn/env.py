@@ -230,16 +230,8 @@ class AcresParallelEnv(ParallelEnv):
     def _tell(self, agent: str, reward_: float) -> None:
         """The agent's TaskStatus of this step into the episode log (a recording environment)."""
         assert self._session is not None
-        judge = self._session.judge
-        state, detail = judge.task_state(agent)
-        stamp_ns = round(self._t * 1e9)
         try:
-            self._session.task({"header": {"stamp": {"sec": stamp_ns // 10**9, "nanosec": stamp_ns % 10**9},
-                                           "frame_id": ""},
-                                "agent": agent, "task": self.scenario.name, "state": state,
-                                "progress": float(max(0.0, min(1.0, judge.task_progress(agent)))),
-                                "reward": float(reward_), "cumulative_reward": float(self._returns[agent]),
-                                "detail": detail})
+            self._session.task(self._session.judge.task_status(agent, reward_, self._returns[agent]))
         except SessionDied:
             pass  # the next step says so
 

@@ -111,12 +111,10 @@ class Judge:
     def passed(self) -> bool:
         return all(c.verdict.passed for c in self.criteria)
 
-    def task_state(self, agent: str) -> tuple[int, str]:
-        """The agent's TaskStatus state (RUNNING, SUCCEEDED, FAILED) and, when failed, why."""
-        return self._state(agent)
-
-    def task_progress(self, agent: str) -> float:
-        return self._progress(agent)
+    def task_status(self, agent: str, reward: float = 0.0, cumulative_reward: float = 0.0) -> dict[str, Any]:
+        """The agent's TaskStatus now (its fields as a dict), with a learner's reward where it has one."""
+        state, detail = self._state(agent)
+        return self._status(agent, state, self._progress(agent), detail, self.t, reward, cumulative_reward)
 
     def _state(self, agent: str) -> tuple[int, str]:
         mine = [c for c in self.criteria if c.agent == agent]
@@ -139,13 +137,16 @@ class Judge:
                 self._publish(agent, state, self._progress(agent), detail, t)
 
     def _publish(self, agent: str, state: int, progress: float, detail: str, t: float) -> None:
+        self._on_task(self._status(agent, state, progress, detail, t))
+
+    def _status(self, agent: str, state: int, progress: float, detail: str, t: float, reward: float = 0.0,
+                cumulative_reward: float = 0.0) -> dict[str, Any]:
         # the game stamps it again with the world time it is at; this one is for other readers
         stamp_ns = round(((self.start_s if math.isfinite(self.start_s) else 0.0) + t) * 1e9)
-        self._on_task({"header": {"stamp": {"sec": stamp_ns // 10**9, "nanosec": stamp_ns % 10**9},
-                                  "frame_id": ""},
-                       "agent": agent, "task": self.scenario.name, "state": state,
-                       "progress": float(max(0.0, min(1.0, progress))), "reward": 0.0,
-                       "cumulative_reward": 0.0, "detail": detail})
+        return {"header": {"stamp": {"sec": stamp_ns // 10**9, "nanosec": stamp_ns % 10**9}, "frame_id": ""},
+                "agent": agent, "task": self.scenario.name, "state": state,
+                "progress": float(max(0.0, min(1.0, progress))), "reward": float(reward),
+                "cumulative_reward": float(cumulative_reward), "detail": detail}
 
 
 def _yaw(q: dict[str, float]) -> float:
