@@ -52,7 +52,7 @@ bench-lio: build
 	  python -m benchmark.bench_lio --seconds $${LIO_SECONDS:-100}
 
 # PPO (stable-baselines3) learning a shipped task, its curve beside a random and a constant policy:
-# build/learn_curve.png and .json (about 25 min on two cores). Installs the learners' extras first.
+# build/learn_curve.png and .json (about 20 min on two cores). Installs the learners' extras first.
 learn-curve: export ACRES_LEARN := 1
 learn-curve: build
 	@$(ENV) && source install/setup.bash && python -m benchmark.learn_curve $(LEARN_ARGS)
