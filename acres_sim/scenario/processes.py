@@ -66,7 +66,7 @@ class Child:
                 seen = len(self.lines)
                 if self.proc.poll() is not None and not self._reader.is_alive():
                     raise SessionFailed(f"{self.name} ended (exit {self.proc.returncode}) before it was "
-                                        f"ready: {' / '.join(self.lines[-5:])}")
+                                        f"ready: {' / '.join(line.strip() for line in self.lines[-5:])}")
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise SessionFailed(f"{self.name} was not ready within {timeout_s:g} s")

@@ -2,8 +2,9 @@
 stable-baselines3-free checks of the single-agent Env, PettingZoo's parallel API test of a
 two-vehicle world, the same seed and actions giving the same observations and rewards bit for bit
 (two environments, each its own game), two seeds giving different sensor noise, refused actions
-that send nothing, a world that dies truncating the episode with its reason, and no game outliving
-a learner killed with SIGKILL."""
+that send nothing, a world that dies truncating the episode with its reason, a game that does not
+start giving a clear error and leaving no process, and no game outliving a learner killed with
+SIGKILL."""
 
 from __future__ import annotations
 
@@ -157,6 +158,35 @@ def test_a_world_that_dies_truncates_the_episode_and_the_next_reset_starts_a_new
         assert "the game" in info["session_error"] and "fake_game.log" in info["session_error"]
         obs, _ = env.reset(seed=0)
         assert env.parallel._session.game.child.proc.pid != pid and obs["state"][5] == pytest.approx(25.0)
+    finally:
+        env.close()
+
+
+def _children_of_this_process() -> list[str]:
+    mine = str(os.getpid())
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == mine and fields[0] != "Z":
+            out.append((stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+    return out
+
+
+def test_a_game_that_does_not_start_is_a_clear_error_and_leaves_no_process():
+    from acres_sim.scenario.processes import SessionFailed
+
+    before = _children_of_this_process()
+    env = AcresEnv(GATE, observations=["state"], game_args=["--no-such-option"])
+    try:
+        started = time.monotonic()
+        with pytest.raises(SessionFailed, match=r"fake_game ended \(exit 2\) before it was ready: .*"
+                                                r"unrecognized arguments: --no-such-option"):
+            env.reset(seed=0)
+        assert time.monotonic() - started < 60.0
+        assert [c for c in _children_of_this_process() if c not in before] == []
     finally:
         env.close()
 
