@@ -53,9 +53,11 @@ class Child:
         with self._new:
             self._new.notify_all()
 
-    def wait_line(self, pattern: str, timeout_s: float) -> re.Match:
+    def wait_line(self, pattern: str, timeout_s: float, since: float | None = None) -> re.Match:
+        """The first line matching pattern, within timeout_s of `since` (time.monotonic(); now if
+        None: several waits can share one limit)."""
         regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout_s
+        deadline = (time.monotonic() if since is None else since) + timeout_s
         seen = 0
         with self._new:
             while True:
@@ -113,12 +115,15 @@ def start_fake_game(agents: Sequence[str], vehicles: Sequence[str], seed: int, l
             "--vehicles", ",".join(vehicles), "--agents", ",".join(agents), "--seed", str(seed),
             "--lockstep", *extra]
     child = Child(name, args, env, log_dir)
+    since = time.monotonic()  # one limit for all its ports
+
+    def port(pattern: str) -> int:
+        return int(child.wait_line(pattern, timeout_s, since).group(1))
+
     try:
-        ports = [int(child.wait_line(rf"^ACRES_SENSOR_STREAM_LISTENING agent={a} port=(\d+)$",
-                                     timeout_s).group(1)) for a in agents]
-        vehicle_ports = [int(child.wait_line(rf"^ACRES_VEHICLE_BRIDGE_LISTENING agent={a} port=(\d+)$",
-                                             timeout_s).group(1)) for a in agents]
-        control = int(child.wait_line(r"^ACRES_SIM_CONTROL_LISTENING port=(\d+)$", timeout_s).group(1))
+        ports = [port(rf"^ACRES_SENSOR_STREAM_LISTENING agent={a} port=(\d+)$") for a in agents]
+        vehicle_ports = [port(rf"^ACRES_VEHICLE_BRIDGE_LISTENING agent={a} port=(\d+)$") for a in agents]
+        control = port(r"^ACRES_SIM_CONTROL_LISTENING port=(\d+)$")
     except BaseException:
         child.stop()
         raise

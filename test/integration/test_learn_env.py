@@ -3,8 +3,8 @@ stable-baselines3-free checks of the single-agent Env, PettingZoo's parallel API
 two-vehicle world, the same seed and actions giving the same observations and rewards bit for bit
 (two environments, each its own game), two seeds giving different sensor noise, refused actions
 that send nothing, a world that dies truncating the episode with its reason, a game that does not
-start giving a clear error and leaving no process, and no game outliving a learner killed with
-SIGKILL."""
+start or is not ready in time giving a clear error and leaving no process, and no game outliving a
+learner killed with SIGKILL."""
 
 from __future__ import annotations
 
@@ -189,6 +189,19 @@ def test_a_game_that_does_not_start_is_a_clear_error_and_leaves_no_process():
         assert [c for c in _children_of_this_process() if c not in before] == []
     finally:
         env.close()
+
+
+def test_a_game_not_ready_within_its_limit_is_stopped_with_a_clear_error(tmp_path):
+    from acres_sim.scenario.processes import SessionFailed, start_fake_game
+
+    before = _children_of_this_process()
+    started = time.monotonic()
+    with pytest.raises(SessionFailed, match=r"^fake_game was not ready within 0.05 s$"):
+        start_fake_game(["polaris", "maxxum"], ["polaris", "maxxum"], 0, tmp_path, os.environ,
+                        timeout_s=0.05)
+    assert time.monotonic() - started < 20.0  # stopped with SIGINT, not waited for
+    assert [c for c in _children_of_this_process() if c not in before] == []
+    assert (tmp_path / "fake_game.log").exists()
 
 
 def test_no_game_outlives_a_learner_killed_with_sigkill(tmp_path):
