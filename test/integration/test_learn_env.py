@@ -162,23 +162,31 @@ def test_a_world_that_dies_truncates_the_episode_and_the_next_reset_starts_a_new
         env.close()
 
 
-def _children_of_this_process() -> list[str]:
+def _stat(pid: int | str) -> tuple[str, str]:
+    """(state, parent pid) from /proc/PID/stat; ("", "") once the process is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()  # the name may hold spaces
+    except OSError:
+        return "", ""
+    return fields[0], fields[1]
+
+
+def _live_children() -> set[int]:
+    """This process's children that have not ended (zombies excluded)."""
     mine = str(os.getpid())
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1] == mine and fields[0] != "Z":
-            out.append((stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode())
-    return out
+    found = set()
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            state, parent = _stat(proc.name)
+            if parent == mine and state not in ("", "Z"):
+                found.add(int(proc.name))
+    return found
 
 
 def test_a_game_that_does_not_start_is_a_clear_error_and_leaves_no_process():
     from acres_sim.scenario.processes import SessionFailed
 
-    before = _children_of_this_process()
+    before = _live_children()
     env = AcresEnv(GATE, observations=["state"], game_args=["--no-such-option"])
     try:
         started = time.monotonic()
@@ -186,7 +194,7 @@ def test_a_game_that_does_not_start_is_a_clear_error_and_leaves_no_process():
                                                 r"unrecognized arguments: --no-such-option"):
             env.reset(seed=0)
         assert time.monotonic() - started < 60.0
-        assert [c for c in _children_of_this_process() if c not in before] == []
+        assert _live_children() - before == set()
     finally:
         env.close()
 
@@ -194,13 +202,13 @@ def test_a_game_that_does_not_start_is_a_clear_error_and_leaves_no_process():
 def test_a_game_not_ready_within_its_limit_is_stopped_with_a_clear_error(tmp_path):
     from acres_sim.scenario.processes import SessionFailed, start_fake_game
 
-    before = _children_of_this_process()
+    before = _live_children()
     started = time.monotonic()
     with pytest.raises(SessionFailed, match=r"^fake_game was not ready within 0.05 s$"):
         start_fake_game(["polaris", "maxxum"], ["polaris", "maxxum"], 0, tmp_path, os.environ,
                         timeout_s=0.05)
     assert time.monotonic() - started < 20.0  # stopped with SIGINT, not waited for
-    assert [c for c in _children_of_this_process() if c not in before] == []
+    assert _live_children() - before == set()
     assert (tmp_path / "fake_game.log").exists()
 
 
@@ -216,12 +224,10 @@ def test_no_game_outlives_a_learner_killed_with_sigkill(tmp_path):
         os.kill(learner.pid, signal.SIGKILL)
         learner.wait(10)
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and Path(f"/proc/{game}").exists() and \
-                "Z" not in Path(f"/proc/{game}/stat").read_text().split()[2]:
+        while time.monotonic() < deadline and _stat(game)[0] not in ("", "Z"):
             time.sleep(0.1)
-        stat = Path(f"/proc/{game}/stat")
-        state = stat.read_text() if stat.exists() else ""
-        assert not state or state.split()[2] == "Z", f"the game {game} outlived its learner: {state}"
+        state = _stat(game)[0]
+        assert state in ("", "Z"), f"the game {game} outlived its learner: state {state}"
     finally:
         if learner.poll() is None:
             learner.kill()
