@@ -18,17 +18,14 @@ from acres_sim.drive.driver import (
     STEER_CMD_CURVATURE,
     STEER_CMD_PERCENT,
     STEER_CMD_TORQUE,
-    DriveState,
-    Event,
     HeldCommand,
     Ignored,
-    Mode,
     Refused,
     Unsupported,
     VehicleDriver,
     ros_stamp,
-    transition,
 )
+from acres_sim.drive.modes import DriveState, Event, Mode, transition
 from acres_sim.topics import HELD_AWAITING
 from acres_sim.drive.speed_control import feedforward_pedal
 from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS, VehicleModel, VehicleState
