@@ -100,7 +100,9 @@ def test_a_driven_vehicle_stops_at_a_bale_backs_away_and_a_replay_repeats_the_co
 
     mark = len(events.of("contacts"))
     control.replay_start(path)
-    step(control, recorder, 730)  # the log's 720 steps, then its last state held
+    reached = step(control, recorder, 730)  # the log's 720 steps, then its last state held
+    # the feed is read on its own thread: a step's contacts come before its states
+    events.wait(lambda e: e.of("states")[-1]["step"] >= reached)
     assert _stamped(events.of("contacts")[mark:]) == logged
     assert control.get_state("polaris").position[0] == pytest.approx(backed, abs=1e-6)
 

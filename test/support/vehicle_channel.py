@@ -97,6 +97,8 @@ def tell_clock_offsets(stream: Client, client: VehicleClient) -> None:
             client.set_clock_offset(header.stamp - struct.unpack("<d", payload)[0])
 
 
-def step(control: ControlClient, recorder: Recorder, steps: int) -> None:
+def step(control: ControlClient, recorder: Recorder, steps: int) -> int:
+    """Steps the world and waits for the step's barrier on the stream; returns the step reached."""
     done = control.step(steps)
     recorder.wait(lambda r: any(b[0] == done.step for b in r.barriers()))
+    return done.step
