@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmark.report import campaign_summary
 from harness.bale_sweep import write_campaign
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,11 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=6)
     args = p.parse_args(argv)
-    r = measure_campaign(args.runs)
-    one, two = r["runs_per_min"]["1"], r["runs_per_min"]["2"]
-    print(f"campaign of {r['runs']} runs (3 s of world time each) on {r['where']}: "
-          f"1 at once {one:.2f} runs/min, "
-          f"2 at once {two:.2f} runs/min ({two / one:.2f} x)")
+    print(campaign_summary(measure_campaign(args.runs)))
     return 0
 
 

@@ -134,11 +134,7 @@ def print_report(r: dict[str, Any]) -> None:
                       f"sessions at once: "
                       f"1 -> {one:.1f} steps/s, 2 -> {two:.1f} steps/s ({two / one:.2f} x)")
     if "campaign" in r:
-        c = r["campaign"]
-        one, two = c["runs_per_min"]["1"], c["runs_per_min"]["2"]
-        console.print(f"campaign of {c['runs']} runs ({c['world_s_per_run']:g} s of world time each) on "
-                      f"{c['where']}: "
-                      f"1 at once {one:.2f} runs/min, 2 at once {two:.2f} runs/min ({two / one:.2f} x)")
+        console.print(campaign_summary(r["campaign"]))
     if "fakegame" in r:
         g = r["fakegame"]
         facts.add_row("fake_game full rendering CPU", f"{g['cpu_pct']:.0f} % of a core")
@@ -165,6 +161,13 @@ def print_report(r: dict[str, Any]) -> None:
         verdict = "" if met is None else "[green]met[/green]" if met else "[red]missed[/red]"
         v.add_row(name, f"{value:.2f}", limit, verdict)
     console.print(v)
+
+
+def campaign_summary(c: dict[str, Any]) -> str:
+    """One line for bench_campaign's figures (its own output and the report's)."""
+    one, two = c["runs_per_min"]["1"], c["runs_per_min"]["2"]
+    return (f"campaign of {c['runs']} runs ({c['world_s_per_run']:g} s of world time each) on {c['where']}: "
+            f"1 at once {one:.2f} runs/min, 2 at once {two:.2f} runs/min ({two / one:.2f} x)")
 
 
 def machine() -> str:
