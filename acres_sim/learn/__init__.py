@@ -5,9 +5,10 @@ environment is a pettingzoo.ParallelEnv where pettingzoo is installed."""
 from gymnasium.envs.registration import register, registry
 
 from acres_sim.learn.env import AcresEnv, AcresParallelEnv
+from acres_sim.learn.session import GamePorts
 
 ENV_ID = "acres_sim/Scenario-v0"
 if ENV_ID not in registry:
     register(id=ENV_ID, entry_point="acres_sim.learn.env:AcresEnv")
 
-__all__ = ["ENV_ID", "AcresEnv", "AcresParallelEnv"]
+__all__ = ["ENV_ID", "AcresEnv", "AcresParallelEnv", "GamePorts"]

@@ -15,7 +15,9 @@ learner-driven agent's start from the episode's seed, uniformly within that much
 pose (default none: the scenario's start). `record` (a directory): each episode's log is written
 there (episode_NNNNN_seedS.mcap, the game's episode log: it opens in Foxglove), with every
 agent's TaskStatus of every step (its reward and return). A world that dies truncates every agent's episode
-(info "session_error" says why) and the next reset starts a fresh one.
+(info "session_error" says why) and the next reset starts a fresh one. `game` (GamePorts, or a dict
+of its fields): a game already running, connected to instead of a fake game of its own, and left
+running by close(); `game_timeout_s`: how long a game may take to answer at the start.
 """
 
 from __future__ import annotations
@@ -29,11 +31,10 @@ import numpy as np
 from gymnasium import Env, spaces
 from gymnasium.utils import seeding
 
-from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
 from acres_sim.fake_game.simulation.vehicles import vehicle_hello
 from acres_sim.learn.observations import STATE_FIELDS, state_vector
 from acres_sim.learn.rewards import StepOutcome, reward, weights
-from acres_sim.learn.session import LearnerSession, SessionDied
+from acres_sim.learn.session import READY_TIMEOUT_S, GamePorts, LearnerSession, SessionDied
 from acres_sim.rotations import quaternion_yaw
 from acres_sim.scenario.model import Pose2D, Scenario
 from acres_sim.scenario.scenario_file import load
@@ -61,7 +62,8 @@ class AcresParallelEnv(ParallelEnv):
                  reward: Mapping[str, float] | None = None, lidar_columns: int = DEFAULT_LIDAR_COLUMNS,
                  camera_size: tuple[int, int] = DEFAULT_CAMERA_SIZE, sets: Sequence[str] = (),
                  game_args: Sequence[str] = (), start_spread: Sequence[float] = (0.0, 0.0, 0.0),
-                 record: str | Path | None = None):
+                 record: str | Path | None = None, game: GamePorts | Mapping[str, Any] | None = None,
+                 game_timeout_s: float = READY_TIMEOUT_S):
         self.scenario: Scenario = load(scenario, list(sets))
         unknown = [o for o in observations if o not in OBSERVATIONS]
         if unknown or not observations:
@@ -85,6 +87,17 @@ class AcresParallelEnv(ParallelEnv):
         self.weights = weights(reward)
         self.lidar_columns, self.camera_size = int(lidar_columns), (int(camera_size[0]), int(camera_size[1]))
         self.game_args = list(game_args)
+        self.game = GamePorts.of(game) if game is not None else None
+        if self.game is not None:
+            for key in ("ports", "vehicle_ports"):
+                given = len(getattr(self.game, key))
+                if given != len(self.scenario.agents):
+                    raise ValueError(f"game: {key} has {given} ports; the scenario has "
+                                     f"{len(self.scenario.agents)} agents "
+                                     f"({', '.join(a.name for a in self.scenario.agents)}), one port each")
+        if not (math.isfinite(game_timeout_s) and game_timeout_s > 0.0):
+            raise ValueError(f"game_timeout_s must be a positive number of seconds, got {game_timeout_s!r}")
+        self.game_timeout_s = float(game_timeout_s)
         self.possible_agents = [a.name for a in self.scenario.agents if not a.waypoints]
         self._scripted = [a for a in self.scenario.agents if a.waypoints]
         judged = set(self.scenario.judged_agents)
@@ -146,16 +159,16 @@ class AcresParallelEnv(ParallelEnv):
             self.close()
             self._session = LearnerSession(self.scenario, self.observed, self.lidar_columns,
                                            self.camera_size if "camera" in self.observed else None,
-                                           self.game_args)
+                                           self.game_args, timeout_s=self.game_timeout_s, given=self.game)
         log = None
         if self.record is not None:
             log = str((self.record / f"episode_{self.episodes:05d}_seed{episode_seed}.mcap").resolve())
         self.episodes += 1
         self._t0 = self._t = self._session.reset(episode_seed, self._starts(episode_seed), log)
         self.agents = list(self.possible_agents)
-        self._drivers = {a.name: WaypointDriver(a.waypoints, a.speed_mps,
-                                                VEHICLE_PARAMS[a.vehicle].wheelbase_m,
-                                                VEHICLE_PARAMS[a.vehicle].max_steer_rad)
+        infos = self._session.infos  # the game's own description of each vehicle
+        self._drivers = {a.name: WaypointDriver(a.waypoints, a.speed_mps, infos[a.name].wheelbase_m,
+                                                infos[a.name].max_steer_rad)
                          for a in self._scripted}
         self._was_decided = {a: False for a in self.agents}
         self._returns = {a: 0.0 for a in self.agents}
@@ -254,7 +267,8 @@ class AcresParallelEnv(ParallelEnv):
             raise ValueError(f"{agent}: an action is (speed, steering), shape (2,), got shape {a.shape}")
         if not np.isfinite(a).all() or (np.abs(a) > 1.0).any():
             raise ValueError(f"{agent}: an action is two finite numbers in [-1, 1], got {a.tolist()}")
-        p = VEHICLE_PARAMS[self.scenario.agent(agent).vehicle]
+        assert self._session is not None
+        p = self._session.infos[agent]  # the limits as the game gives them
         speed = a[0] * (p.max_speed_mps if a[0] >= 0.0 else p.max_reverse_mps)
         return float(speed), float(a[1] * p.max_steer_rad)
 
@@ -273,6 +287,9 @@ class AcresParallelEnv(ParallelEnv):
         if "lidar" in self.observed:
             lidar = session.sensors[agent].lidar
             shape = self.observation_space(agent)["lidar"].shape
+            if lidar is not None and lidar.shape != shape:  # a given game whose LiDAR is not the vehicle's
+                raise RuntimeError(f"{agent}: the game's LiDAR gives {lidar.shape[1]} rings, the "
+                                   f"{self.scenario.agent(agent).vehicle}'s observation space {shape[1]}")
             out["lidar"] = lidar if lidar is not None else np.zeros(shape, np.float32)
         if "camera" in self.observed:
             camera = session.sensors[agent].camera

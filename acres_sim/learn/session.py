@@ -1,6 +1,7 @@
 """A learner's own world (ROS-free): a fake game started for it (ports of the system's choosing, ended
-with the process that started it), its control channel, episode feed, Vehicle Bridges and, where
-the observations need them, its sensor streams; one lockstep step of the agents' commands at a time.
+with the process that started it) or a game already running, given by its ports (GamePorts: left
+running when the session ends); its control channel, episode feed, Vehicle Bridges and, where the
+observations need them, its sensor streams; one lockstep step of the agents' commands at a time.
 No ROS graph: each socket of the game serves this session alone.
 """
 
@@ -13,6 +14,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,38 @@ SPEED_KP, SPEED_KI = 1.0, 0.5  # vehicle_bridge's defaults
 
 class SessionDied(RuntimeError):
     """The game went away or stopped answering: the message says what and where its output is."""
+
+
+@dataclass(frozen=True)
+class GamePorts:
+    """A game already running on this host (its sockets listen on 127.0.0.1): its control channel's
+    port, and each agent's sensor-stream and Vehicle Bridge port in the scenario's order of agents."""
+
+    control_port: int
+    ports: tuple[int, ...]
+    vehicle_ports: tuple[int, ...]
+
+    @classmethod
+    def of(cls, value: GamePorts | Mapping[str, Any]) -> GamePorts:
+        """From itself or a mapping with the same keys (what gymnasium.make and RLlib's env_config
+        pass on); ValueError naming what is wrong."""
+        if isinstance(value, GamePorts):
+            return value
+        if not isinstance(value, Mapping) or set(value) != {"control_port", "ports", "vehicle_ports"}:
+            raise ValueError("game: the ports of a running game, {'control_port': N, 'ports': [N, ...], "
+                             f"'vehicle_ports': [N, ...]}}, got {value!r}")
+
+        def port(v: Any, what: str) -> int:
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 65535:
+                raise ValueError(f"game: {what} is a port number (1-65535), got {v!r}")
+            return v
+
+        lists = {}
+        for key in ("ports", "vehicle_ports"):
+            if isinstance(value[key], (str, bytes)) or not isinstance(value[key], Sequence):
+                raise ValueError(f"game: {key} is a list of port numbers, one per agent, got {value[key]!r}")
+            lists[key] = tuple(port(v, key) for v in value[key])
+        return cls(port(value["control_port"], "control_port"), lists["ports"], lists["vehicle_ports"])
 
 
 class _Sensors:
@@ -80,7 +114,8 @@ class LearnerSession:
 
     def __init__(self, scenario: Scenario, observe: Sequence[str], lidar_columns: int,
                  camera_size: tuple[int, int] | None, game_args: Sequence[str] = (),
-                 env: Mapping[str, str] | None = None, timeout_s: float = READY_TIMEOUT_S):
+                 env: Mapping[str, str] | None = None, timeout_s: float = READY_TIMEOUT_S,
+                 given: GamePorts | None = None):
         self.scenario = scenario
         self.agents = [a.name for a in scenario.agents]
         self.dir = Path(tempfile.mkdtemp(prefix=f"acres_learn_{scenario.name}_"))
@@ -95,20 +130,31 @@ class LearnerSession:
         self.reports: dict[str, VehicleReport] = {}
         self._info_ready = threading.Condition()
         self.game: GameProcess | None = None
+        self.given = given
+        self._lost = False  # a given game's channel failed: the session is over
         self.feed: EpisodeFeed | None = None
         self.vehicles: dict[str, VehicleClient] = {}
         self.sensors: dict[str, _Sensors] = {}
         self.speed = {a: SpeedController(SPEED_KP, SPEED_KI) for a in self.agents}
         self.recording = False
         try:
-            self.game = start_fake_game(self.agents, [a.vehicle for a in scenario.agents], scenario.seed,
-                                        self.dir, dict(os.environ if env is None else env),
-                                        ["--realtime-factor", "0", *game_args], timeout_s, "fake_game")
-            self.control = ControlClient(self.game.control_port, timeout_s=ANSWER_TIMEOUT_S)
-            wait_for_game(self.control, timeout_s)
-            self.feed = EpisodeFeed(self.game.control_port, self._on_event, self._problems.append)
+            if given is None:
+                self.game = start_fake_game(self.agents, [a.vehicle for a in scenario.agents], scenario.seed,
+                                            self.dir, dict(os.environ if env is None else env),
+                                            ["--realtime-factor", "0", *game_args], timeout_s, "fake_game")
+                ports = GamePorts(self.game.control_port, tuple(self.game.ports),
+                                  tuple(self.game.vehicle_ports))
+            else:
+                ports = given
+            self.control = ControlClient(ports.control_port, timeout_s=ANSWER_TIMEOUT_S)
+            try:
+                wait_for_game(self.control, timeout_s)
+            except (ConnectionError, OSError) as exc:
+                raise SessionDied(f"no game answered on control port {ports.control_port} within "
+                                  f"{timeout_s:g} s ({exc}){self._where()}") from None
+            self.feed = EpisodeFeed(ports.control_port, self._on_event, self._problems.append)
             self.feed.start()
-            for agent, port in zip(self.agents, self.game.vehicle_ports):
+            for agent, port in zip(self.agents, ports.vehicle_ports):
                 client = VehicleClient(port, on_info=lambda info, a=agent: self._on_info(a, info),
                                        on_report=lambda r, a=agent: self.reports.__setitem__(a, r),
                                        on_barrier=lambda step, t: None, reconnect_min_s=0.1,
@@ -116,13 +162,25 @@ class LearnerSession:
                 client.start()
                 self.vehicles[agent] = client
             if set(observe) & {"lidar", "camera"}:
-                for agent, port in zip(self.agents, self.game.ports):
+                for agent, port in zip(self.agents, ports.ports):
                     camera = camera_size if "camera" in observe else None
                     self.sensors[agent] = _Sensors(port, lidar_columns, camera)
             with self._info_ready:
                 if not self._info_ready.wait_for(lambda: len(self.infos) == len(self.agents), timeout_s):
                     raise SessionDied("the Vehicle Bridges did not describe their vehicles within "
                                       f"{timeout_s:g} s{self._where()}")
+            for a, port in zip(scenario.agents, ports.vehicle_ports):
+                info = self.infos[a.name]
+                if (info.agent, info.vehicle) != (a.name, a.vehicle):
+                    raise SessionDied(f"the Vehicle Bridge on port {port} drives {info.agent} "
+                                      f"(a {info.vehicle}); the scenario's {a.name} is a {a.vehicle}"
+                                      f"{self._where()}")
+            deadline = time.monotonic() + timeout_s
+            while not self.feed.connected:  # (a given game's liveness is its feed's connection)
+                if time.monotonic() > deadline:
+                    raise SessionDied(f"the game's watch feed did not connect within {timeout_s:g} s"
+                                      f"{self._where()}")
+                time.sleep(0.01)
         except BaseException:
             self.close()
             raise
@@ -187,12 +245,9 @@ class LearnerSession:
         """Once the game holds every command: `steps` physics steps, their states judged and every
         stream's frames in. The world time reached."""
         self._check()
-        deadline = time.monotonic() + ANSWER_TIMEOUT_S
-        while not all(v.all_answered for v in self.vehicles.values()):
-            if time.monotonic() > deadline:
-                raise SessionDied("the game did not answer the vehicles' commands within "
-                                  f"{ANSWER_TIMEOUT_S:g} s{self._where()}")
-            time.sleep(0.0005)
+        if not self._wait(lambda: all(v.all_answered for v in self.vehicles.values()), ANSWER_TIMEOUT_S):
+            raise SessionDied("the game did not answer the vehicles' commands within "
+                              f"{ANSWER_TIMEOUT_S:g} s{self._where()}")
         with self._lock:
             self.contacts = {a: 0 for a in self.agents}
             self.crushed = {a: 0.0 for a in self.agents}
@@ -237,19 +292,39 @@ class LearnerSession:
 
     @property
     def alive(self) -> bool:
+        if self.given is not None:  # not ours to watch: its channel tells
+            return not self._lost and (self.feed is None or self.feed.connected)
         return self.game is not None and self.game.child.alive
 
     def _check(self) -> None:
         if not self.alive:
             raise SessionDied(f"the game ended{self._where()}")
 
+    def _wait(self, done: Any, timeout_s: float) -> bool:
+        """Poll done() until it holds (True) or timeout_s passed (False); SessionDied as soon as the
+        game is gone (not after the whole limit)."""
+        deadline = time.monotonic() + timeout_s
+        checked = time.monotonic()
+        while not done():
+            now = time.monotonic()
+            if now > deadline:
+                return False
+            if now - checked > 0.1:
+                checked = now
+                self._check()
+            time.sleep(0.0005)
+        return True
+
     def _where(self) -> str:
+        if self.given is not None:
+            return f" (the game given on control port {self.given.control_port})"
         return f" (its output: {self.dir / 'fake_game.log'})"
 
     def _call(self, request: Any) -> Any:
         try:
             return request()
         except (ConnectionError, OSError) as exc:
+            self._lost = True
             raise SessionDied(f"the game's control channel failed: {exc}{self._where()}") from None
 
     def task(self, status: dict[str, Any]) -> None:
@@ -271,7 +346,7 @@ class LearnerSession:
             self.feed.stop()
         if getattr(self, "control", None) is not None:
             self.control.close()
-        if self.game is not None:
+        if self.game is not None:  # a given game goes on
             self.game.child.stop()
             self.game = None
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -3,8 +3,9 @@ stable-baselines3-free checks of the single-agent Env, PettingZoo's parallel API
 two-vehicle world, the same seed and actions giving the same observations and rewards bit for bit
 (two environments, each its own game), two seeds giving different sensor noise, refused actions
 that send nothing, a world that dies truncating the episode with its reason, a game that does not
-start or is not ready in time giving a clear error and leaving no process, and no game outliving a
-learner killed with SIGKILL."""
+start or is not ready in time giving a clear error and leaving no process, no game outliving a
+learner killed with SIGKILL, and an environment on a game given by its ports running as one on its
+own game and leaving it running."""
 
 from __future__ import annotations
 
@@ -160,6 +161,57 @@ def test_a_world_that_dies_truncates_the_episode_and_the_next_reset_starts_a_new
         assert env.parallel._session.game.child.proc.pid != pid and obs["state"][5] == pytest.approx(25.0)
     finally:
         env.close()
+
+
+def test_an_environment_on_a_game_given_by_its_ports_runs_as_its_own_and_leaves_the_game(tmp_path):
+    from acres_sim.scenario.processes import start_fake_game
+
+    game = start_fake_game(["polaris"], ["polaris"], 0, tmp_path, os.environ, ["--realtime-factor", "0"])
+    ports = {"control_port": game.control_port, "ports": game.ports, "vehicle_ports": game.vehicle_ports}
+    actions = [np.array([0.6, 0.1 * (i % 3 - 1)], np.float32) for i in range(10)]
+    try:
+        for given in (True, False):  # the given game, then a game of the environment's own
+            env = AcresEnv(GATE, observations=["state", "lidar"], game=ports if given else None)
+            try:
+                seen, rewards = _run(env, actions, seed=3)
+                assert (env.parallel._session.game is None) == given
+            finally:
+                env.close()
+            if given:
+                on_given = (seen, rewards)
+        assert len(rewards) == len(actions) and on_given[1] == rewards  # bit for bit
+        for a, b in zip(on_given[0], seen):
+            assert all(np.array_equal(a[k], b[k]) for k in ("state", "lidar"))
+        assert game.child.alive  # close() left the given game running
+
+        maxxum = tmp_path / "maxxum.yaml"
+        maxxum.write_text(GATE.read_text().replace("vehicle: polaris", "vehicle: maxxum"))
+        with pytest.raises(RuntimeError, match=f"the Vehicle Bridge on port {game.vehicle_ports[0]} drives "
+                                               "polaris \\(a polaris\\); the scenario's polaris is a maxxum"):
+            AcresEnv(maxxum, observations=["state"], game=ports).reset(seed=0)
+        two = tmp_path / "two.yaml"
+        two.write_text(TWO)
+        with pytest.raises(ValueError, match="ports has 1 ports; the scenario has 2 agents"):
+            AcresParallelEnv(two, observations=["state"], game=ports)
+        with pytest.raises(ValueError, match="control_port is a port number"):
+            AcresEnv(GATE, game={**ports, "control_port": 0})
+
+        env = AcresEnv(GATE, observations=["state"], game=ports, game_timeout_s=2.0)
+        try:
+            env.reset(seed=0)
+            game.child.stop()  # the game goes away under the learner
+            _obs, reward, terminated, truncated, info = env.step(np.array([0.2, 0.0], np.float32))
+            assert truncated and not terminated and reward == 0.0
+            assert f"the game given on control port {game.control_port}" in info["session_error"]
+            started = time.monotonic()
+            with pytest.raises(RuntimeError, match=f"no game answered on control port {game.control_port} "
+                                                   "within 2 s"):
+                env.reset(seed=0)
+            assert time.monotonic() - started < 10.0
+        finally:
+            env.close()
+    finally:
+        game.child.stop()
 
 
 def _stat(pid: int | str) -> tuple[str, str]:
