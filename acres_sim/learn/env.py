@@ -87,14 +87,7 @@ class AcresParallelEnv(ParallelEnv):
         self.weights = weights(reward)
         self.lidar_columns, self.camera_size = int(lidar_columns), (int(camera_size[0]), int(camera_size[1]))
         self.game_args = list(game_args)
-        self.game = GamePorts.of(game) if game is not None else None
-        if self.game is not None:
-            for key in ("ports", "vehicle_ports"):
-                given = len(getattr(self.game, key))
-                if given != len(self.scenario.agents):
-                    raise ValueError(f"game: {key} has {given} ports; the scenario has "
-                                     f"{len(self.scenario.agents)} agents "
-                                     f"({', '.join(a.name for a in self.scenario.agents)}), one port each")
+        self.game = GamePorts.of(game, [a.name for a in self.scenario.agents]) if game is not None else None
         if not (math.isfinite(game_timeout_s) and game_timeout_s > 0.0):
             raise ValueError(f"game_timeout_s must be a positive number of seconds, got {game_timeout_s!r}")
         self.game_timeout_s = float(game_timeout_s)
@@ -165,6 +158,7 @@ class AcresParallelEnv(ParallelEnv):
             log = str((self.record / f"episode_{self.episodes:05d}_seed{episode_seed}.mcap").resolve())
         self.episodes += 1
         self._t0 = self._t = self._session.reset(episode_seed, self._starts(episode_seed), log)
+        self._check_lidar()
         self.agents = list(self.possible_agents)
         infos = self._session.infos  # the game's own description of each vehicle
         self._drivers = {a.name: WaypointDriver(a.waypoints, a.speed_mps, infos[a.name].wheelbase_m,
@@ -287,14 +281,24 @@ class AcresParallelEnv(ParallelEnv):
         if "lidar" in self.observed:
             lidar = session.sensors[agent].lidar
             shape = self.observation_space(agent)["lidar"].shape
-            if lidar is not None and lidar.shape != shape:  # a given game whose LiDAR is not the vehicle's
-                raise RuntimeError(f"{agent}: the game's LiDAR gives {lidar.shape[1]} rings, the "
-                                   f"{self.scenario.agent(agent).vehicle}'s observation space {shape[1]}")
             out["lidar"] = lidar if lidar is not None else np.zeros(shape, np.float32)
         if "camera" in self.observed:
             camera = session.sensors[agent].camera
             out["camera"] = camera if camera is not None else np.zeros((*self.camera_size, 3), np.uint8)
         return out
+
+    def _check_lidar(self) -> None:
+        """Once a reset gave every sensor a frame: a given game whose LiDAR is not the vehicle's (its
+        ring count) is an error, not a silent reshape."""
+        if "lidar" not in self.observed:
+            return
+        assert self._session is not None
+        for agent in self.possible_agents:
+            lidar = self._session.sensors[agent].lidar
+            shape = self.observation_space(agent)["lidar"].shape
+            if lidar is not None and lidar.shape != shape:
+                raise RuntimeError(f"{agent}: the game's LiDAR gives {lidar.shape[1]} rings, the "
+                                   f"{self.scenario.agent(agent).vehicle}'s observation space {shape[1]}")
 
     def _criteria(self, agent: str) -> dict[str, Any]:
         assert self._session is not None

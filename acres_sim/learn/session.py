@@ -54,11 +54,19 @@ class GamePorts:
     vehicle_ports: tuple[int, ...]
 
     @classmethod
-    def of(cls, value: GamePorts | Mapping[str, Any]) -> GamePorts:
+    def of(cls, value: GamePorts | Mapping[str, Any], agents: Sequence[str]) -> GamePorts:
         """From itself or a mapping with the same keys (what gymnasium.make and RLlib's env_config
-        pass on); ValueError naming what is wrong."""
-        if isinstance(value, GamePorts):
-            return value
+        pass on), a port each for `agents`; ValueError naming what is wrong."""
+        ports = value if isinstance(value, GamePorts) else cls._parsed(value)
+        for key in ("ports", "vehicle_ports"):
+            given = len(getattr(ports, key))
+            if given != len(agents):
+                raise ValueError(f"game: {key} has {given} ports; the scenario has {len(agents)} agents "
+                                 f"({', '.join(agents)}), one port each")
+        return ports
+
+    @classmethod
+    def _parsed(cls, value: Any) -> GamePorts:
         if not isinstance(value, Mapping) or set(value) != {"control_port", "ports", "vehicle_ports"}:
             raise ValueError("game: the ports of a running game, {'control_port': N, 'ports': [N, ...], "
                              f"'vehicle_ports': [N, ...]}}, got {value!r}")
@@ -131,7 +139,7 @@ class LearnerSession:
         self._info_ready = threading.Condition()
         self.game: GameProcess | None = None
         self.given = given
-        self._lost = False  # a given game's channel failed: the session is over
+        self._lost = False  # the control channel failed: the session is over
         self.feed: EpisodeFeed | None = None
         self.vehicles: dict[str, VehicleClient] = {}
         self.sensors: dict[str, _Sensors] = {}
@@ -175,12 +183,10 @@ class LearnerSession:
                     raise SessionDied(f"the Vehicle Bridge on port {port} drives {info.agent} "
                                       f"(a {info.vehicle}); the scenario's {a.name} is a {a.vehicle}"
                                       f"{self._where()}")
-            deadline = time.monotonic() + timeout_s
-            while not self.feed.connected:  # (a given game's liveness is its feed's connection)
-                if time.monotonic() > deadline:
-                    raise SessionDied(f"the game's watch feed did not connect within {timeout_s:g} s"
-                                      f"{self._where()}")
-                time.sleep(0.01)
+            # a given game's liveness is its feed's connection: not watched before it is up
+            if not self._wait(lambda: self.feed.connected, timeout_s, watch=given is None):
+                raise SessionDied(f"the game's watch feed did not connect within {timeout_s:g} s"
+                                  f"{self._where()}")
         except BaseException:
             self.close()
             raise
@@ -292,24 +298,26 @@ class LearnerSession:
 
     @property
     def alive(self) -> bool:
-        if self.given is not None:  # not ours to watch: its channel tells
-            return not self._lost and (self.feed is None or self.feed.connected)
+        if self._lost:
+            return False
+        if self.given is not None:  # not our process to watch: its channel tells
+            return self.feed is None or self.feed.connected
         return self.game is not None and self.game.child.alive
 
     def _check(self) -> None:
         if not self.alive:
             raise SessionDied(f"the game ended{self._where()}")
 
-    def _wait(self, done: Any, timeout_s: float) -> bool:
-        """Poll done() until it holds (True) or timeout_s passed (False); SessionDied as soon as the
-        game is gone (not after the whole limit)."""
+    def _wait(self, done: Any, timeout_s: float, watch: bool = True) -> bool:
+        """Poll done() until it holds (True) or timeout_s passed (False); with `watch`, SessionDied as
+        soon as the game is gone (not after the whole limit)."""
         deadline = time.monotonic() + timeout_s
         checked = time.monotonic()
         while not done():
             now = time.monotonic()
             if now > deadline:
                 return False
-            if now - checked > 0.1:
+            if watch and now - checked > 0.1:
                 checked = now
                 self._check()
             time.sleep(0.0005)
