@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
+import time
 from collections.abc import Sequence
 
 from acres_sim.episode.log_file import EpisodeLogError
@@ -133,10 +133,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = config_from_args(args)
     except ValueError as exc:
         parser.error(str(exc))
-    stop = threading.Event()
+    # The handler only sets a flag: one that takes a lock (Event.set) deadlocks when a second signal
+    # lands while the first handler holds it (a game was found hung so in its shutdown).
+    stop = {"asked": False}
 
     def on_signal(signum: int, _frame: object) -> None:
-        stop.set()
+        stop["asked"] = True
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -151,8 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"fake_game: exiting: no stream could listen on 127.0.0.1 port {ports} (in use by another "
                   "program?); free the port or choose another with --port/--ports", file=sys.stderr)
             return 1
-        while not stop.wait(0.2) and not game.session.finished:
-            pass
+        while not stop["asked"] and not game.session.finished:
+            time.sleep(0.2)
         game.stop()
     finally:
         for sig, handler in previous.items():

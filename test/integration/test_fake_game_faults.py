@@ -155,6 +155,24 @@ def test_sigint_exits_promptly(games, client):
     assert elapsed < 3.0, f"took {elapsed:.2f} s"
 
 
+def test_a_burst_of_signals_still_ends_the_game(games):
+    # A signal handler that takes a lock deadlocked the game when a second signal came while the
+    # first handler held it (a game outlived its runner so in CI); a burst makes that likely.
+    game = _start(games, "--port", "0", "--vehicle", "polaris")
+    game.stream_port("polaris")
+    for i in range(2000):
+        try:
+            game.proc.send_signal(signal.SIGTERM if i % 2 else signal.SIGINT)
+        except ProcessLookupError:
+            break
+    try:
+        game.proc.wait(TIMEOUT_S)
+    except Exception:  # noqa: BLE001 -- say what hangs, then the fixture kills it
+        pytest.fail(f"the game did not end within {TIMEOUT_S:g} s of a burst of signals")
+    code, _err = game.stop()
+    assert code in (0, -signal.SIGINT, -signal.SIGTERM)  # (a last signal may land after its handlers)
+
+
 def test_the_world_does_not_stall_at_the_first_client(games):
     """The sensor models are built before the port opens: the first client gets the clock at 120 Hz
     from the first moment (built lazily, the camera's ray table froze the world for about 1.5 s)."""
