@@ -41,6 +41,7 @@ ACKERMANN_STATE = "vehicle/ackermann_state"
 DBW_ENABLED = "vehicle/dbw_enabled"
 VEHICLE_HELD_COMMAND = "vehicle/held_command"  # the stamp and source of what the vehicle holds
 VEHICLE_BARRIER = "vehicle/barrier"  # a lockstep step's vehicle reports are acknowledged
+VEHICLE_REFUSED = "vehicle/refused"  # the last input refused (topic, field, value, world time): latched
 HELD_AWAITING = "awaiting"  # held_command's source after a reset, until the next command
 
 # sim_control: the episode (acres_interfaces), session-wide

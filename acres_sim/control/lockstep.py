@@ -53,14 +53,31 @@ class HeldCommands:
     """Each agent's vehicle/held_command: the stamp of the command its vehicle holds, and the source
     that drives it ("" none under command; HELD_AWAITING: under command, nothing since a reset)."""
 
-    def __init__(self, agents: Iterable[str]):
+    def __init__(self, agents: Iterable[str], clock: Callable[[], float] = time.monotonic):
         self._cond = threading.Condition()
+        self._clock = clock
         self._held: dict[str, tuple[float, str] | None] = {a: None for a in agents}  # None: unknown
+        self._changed: dict[str, float] = {a: clock() for a in self._held}  # when each last changed
+        self._version = 0
 
     def update(self, agent: str, stamp_s: float, source: str) -> None:
         with self._cond:
+            if self._held[agent] != (stamp_s, source):
+                self._changed[agent] = self._clock()
             self._held[agent] = (stamp_s, source)
+            self._version += 1
             self._cond.notify_all()
+
+    def snapshot(self) -> tuple[int, dict[str, tuple[float, str, float] | None]]:
+        """(version, agent -> (stamp, source, when it last changed) or None while unknown)."""
+        with self._cond:
+            return self._version, {a: None if h is None else (h[0], h[1], self._changed[a])
+                                   for a, h in self._held.items()}
+
+    def wait_change(self, version: int, timeout_s: float) -> None:
+        """Until an update after `version` (a snapshot's), or timeout_s."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._version != version, timeout_s)
 
     def forget(self) -> None:
         """Before a reset: what the bridges said before it no longer counts (they say it again)."""
@@ -233,8 +250,8 @@ class Lockstep:
     def _wait_commands(self, world_time_now: Callable[[], float]) -> None:
         """The lockstep rule: each agent under command holds a command stamped at or after the
         world time before the game steps (bounded by command_wait_s)."""
-        if not self.held.under_command():
-            return
+        if self.command_wait_s <= 0 or not self.held.under_command():
+            return  # the caller waits by a rule of its own (the scenario runner's)
         if self.world_time_s is None:
             self.world_time_s = world_time_now()
         late = self.held.wait(self.world_time_s, self.command_wait_s)

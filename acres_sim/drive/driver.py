@@ -58,8 +58,8 @@ class HeldCommand:
 
 
 class Refused(ValueError):
-    """Bad input (NaN, infinity, out of range, an unknown enum): not used, and it does not refresh
-    the watchdog. `kind` names the field and the fault, for rate-limited logging."""
+    """Bad input (NaN, infinity, an unknown enum): not used, and it does not refresh the watchdog.
+    `kind` names the field and the fault, for rate-limited logging."""
 
     def __init__(self, message: str, kind: str = ""):
         super().__init__(message)
@@ -81,11 +81,17 @@ def _finite(name: str, value: float) -> float:
     return value
 
 
-def _within(name: str, value: float, low: float, high: float, unit: str) -> float:
-    value = _finite(name, value)
-    if not low - 1e-9 <= value <= high + 1e-9:
-        raise Refused(f"{name} {value:g} {unit} is outside {low:g}..{high:g} {unit}", f"{name} out of range")
-    return value
+@dataclass(frozen=True)
+class Limited:
+    """A finite value beyond what the vehicle can, applied at its limit (as drive-by-wire does)."""
+
+    field: str
+    requested: float
+    applied: float
+    unit: str
+
+    def __str__(self) -> str:
+        return f"{self.field} {self.requested:g} {self.unit} applied as {self.applied:g} {self.unit}"
 
 
 @dataclass
@@ -137,6 +143,22 @@ class VehicleDriver:
         self._released_at = 0.0
         self._steer = 0.0  # the steering asked now (ramped)
         self._last_compute: float | None = None
+        self.limited: list[Limited] = []  # the current input's saturated fields
+        self.requested_steer_rad = 0.0  # the road-wheel angle the driving source asked, before its limit
+
+    def _limit(self, name: str, value: float, low: float, high: float, unit: str) -> float:
+        """A finite value held to low..high; beyond them it is applied at the limit and noted in
+        self.limited (the command's, taken by the caller after each input)."""
+        value = _finite(name, value)
+        applied = min(high, max(low, value))
+        if applied != value:
+            self.limited.append(Limited(name, value, applied, unit))
+        return applied
+
+    def take_limited(self) -> list[Limited]:
+        """What the last input asked beyond the vehicle's limits (then forgotten)."""
+        limited, self.limited = self.limited, []
+        return limited
 
     def _on(self, event: Event) -> bool:
         """Take an event; True when it changed the state."""
@@ -220,17 +242,21 @@ class VehicleDriver:
                               "CMD_CURVATURE and CMD_PERCENT are)")
         info = self.info
         limit_deg = math.degrees(info.max_steer_rad) * info.steering_ratio
+        cmd = _finite("steering cmd", cmd)
         if cmd_type == STEER_CMD_ANGLE:
-            wheel_deg = _within("steering cmd", cmd, -limit_deg, limit_deg, "deg")
+            requested = math.radians(cmd) / info.steering_ratio
+            wheel_deg = self._limit("steering cmd", cmd, -limit_deg, limit_deg, "deg")
             angle = math.radians(wheel_deg) / info.steering_ratio
         elif cmd_type == STEER_CMD_CURVATURE:
             limit_k = math.tan(info.max_steer_rad) / info.wheelbase_m
-            angle = math.atan(info.wheelbase_m * _within("steering cmd", cmd, -limit_k, limit_k, "1/m"))
+            requested = math.atan(info.wheelbase_m * cmd)
+            angle = math.atan(info.wheelbase_m * self._limit("steering cmd", cmd, -limit_k, limit_k, "1/m"))
         elif cmd_type == STEER_CMD_PERCENT:
-            angle = _within("steering cmd", cmd, -100.0, 100.0, "%") / 100.0 * info.max_steer_rad
+            requested = cmd / 100.0 * info.max_steer_rad
+            angle = self._limit("steering cmd", cmd, -100.0, 100.0, "%") / 100.0 * info.max_steer_rad
         else:
-            angle = 0.0
-        rate_deg = _within("steering cmd_rate", cmd_rate, 0.0, 1e4, "deg/s")
+            requested = angle = 0.0
+        rate_deg = self._limit("steering cmd_rate", cmd_rate, 0.0, 1e4, "deg/s")
         stamp_s = self._stamp(stamp)
         now = self._dbw_ready(topics.STEERING_CMD)
         self._on(Event.DBW_COMMAND)
@@ -239,7 +265,7 @@ class VehicleDriver:
         sub.rate = math.radians(rate_deg) / info.steering_ratio
         sub.engaged = bool(enable) and cmd_type != STEER_CMD_NONE
         if sub.engaged:
-            sub.value = angle
+            sub.value, self.requested_steer_rad = angle, requested
         elif self.report is not None:
             sub.value = self.report.steer_rad  # not steered: the wheel stays where it is
 
@@ -249,7 +275,7 @@ class VehicleDriver:
             raise Refused(f"{what} cmd_type {cmd_type} is not a constant of its message")
         if cmd_type not in (PEDAL_CMD_NONE, PEDAL_CMD_PERCENT):
             raise Unsupported(f"{what} {names[cmd_type]} is not served (CMD_PERCENT is)")
-        percent = _within(f"{what} cmd", cmd, 0.0, 100.0, "%") if cmd_type == PEDAL_CMD_PERCENT else 0.0
+        percent = self._limit(f"{what} cmd", cmd, 0.0, 100.0, "%") if cmd_type == PEDAL_CMD_PERCENT else 0.0
         stamp_s = self._stamp(stamp)
         now = self._dbw_ready(topic)
         self._on(Event.DBW_COMMAND)
@@ -280,30 +306,35 @@ class VehicleDriver:
     def ackermann_cmd(self, stamp: float | None, steer_rad: float, steer_rate: float, speed: float,
                       accel: float) -> None:
         info = self.info
-        steer = _within("steering_angle", steer_rad, -info.max_steer_rad, info.max_steer_rad, "rad")
-        rate = _within("steering_angle_velocity", abs(_finite("steering_angle_velocity", steer_rate)),
-                       0.0, 1e3, "rad/s")
-        v = _within("speed", speed, -info.max_reverse_mps, info.max_speed_mps, "m/s")
-        a = _within("acceleration", abs(_finite("acceleration", accel)), 0.0, 100.0, "m/s^2")
-        self._take_target(Event.ACKERMANN, stamp, steer, rate, v, a)
+        requested = _finite("steering_angle", steer_rad)
+        steer = self._limit("steering_angle", requested, -info.max_steer_rad, info.max_steer_rad, "rad")
+        rate = self._limit("steering_angle_velocity", abs(_finite("steering_angle_velocity", steer_rate)),
+                           0.0, 1e3, "rad/s")
+        v = self._limit("speed", speed, -info.max_reverse_mps, info.max_speed_mps, "m/s")
+        a = self._limit("acceleration", abs(_finite("acceleration", accel)), 0.0, 100.0, "m/s^2")
+        self._take_target(Event.ACKERMANN, stamp, steer, rate, v, a, requested)
 
     def twist_cmd(self, stamp: float | None, linear_x: float, angular_z: float) -> None:
         """The bicycle model: the road-wheel angle that turns at angular_z at linear_x, clamped to
         the vehicle's limit (never angular_z as an angle); at a stand the angle is held."""
         info = self.info
-        v = _within("linear.x", linear_x, -info.max_reverse_mps, info.max_speed_mps, "m/s")
+        v = self._limit("linear.x", linear_x, -info.max_reverse_mps, info.max_speed_mps, "m/s")
         w = _finite("angular.z", angular_z)
         if abs(v) >= STANDSTILL_MPS:
-            steer = math.atan(info.wheelbase_m * w / v)
-            steer = max(-info.max_steer_rad, min(info.max_steer_rad, steer))
+            requested = math.atan(info.wheelbase_m * w / v)
+            steer = max(-info.max_steer_rad, min(info.max_steer_rad, requested))
+            if steer != requested:  # the yaw rate the vehicle cannot turn at this speed
+                self.limited.append(Limited("angular.z", w, v * math.tan(steer) / info.wheelbase_m, "rad/s"))
+            self._take_target(Event.CMD_VEL, stamp, steer, 0.0, v, 0.0, requested)
+            return
         elif self._target is not None:
             steer = self._target.steer_rad
         else:
             steer = self.report.steer_request_rad if self.report is not None else 0.0
-        self._take_target(Event.CMD_VEL, stamp, steer, 0.0, v, 0.0)
+        self._take_target(Event.CMD_VEL, stamp, steer, 0.0, v, 0.0, steer)
 
     def _take_target(self, event: Event, stamp: float | None, steer: float, rate: float, speed: float,
-                     accel: float) -> None:
+                     accel: float, requested_steer: float) -> None:
         stamp_s = self._stamp(stamp)
         now = self.now
         if self.dbw_enabled:
@@ -317,6 +348,7 @@ class VehicleDriver:
             self._steer = self.report.steer_request_rad if self.report is not None else steer
             self._last_compute = None
         self._target = AckermannTarget(stamp_s, now, steer, rate, speed, accel)
+        self.requested_steer_rad = requested_steer
 
     # -- the vehicle's side ------------------------------------------------------------------------
 

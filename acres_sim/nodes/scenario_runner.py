@@ -5,11 +5,12 @@ game holding the stepping token, a sim_bridge and a vehicle_bridge per agent, si
 world as the file says (conditions, shifts, objects, every agent standing at its start), records
 the episode log, starts the user's stack (--stack) and runs the world:
 
-- lockstep: the first step waits until every agent a criterion names is under command (its
-  vehicle_bridge holds a command; at most start_timeout_s, after which those agents fail with "no
-  command"); then the world steps command_period_s at a time, each time only once every agent under
-  command holds a command stamped for the world time (a stack silent for stack_timeout_s ends the run:
-  no step is ever taken on a stale command), and each step's barriers and states are awaited;
+- lockstep: the world stops at ticks command_period_s apart and says each tick's time on /clock once
+  its data is delivered (acres_sim/scenario/pacing.py); the first tick waits until every agent a
+  criterion names is under command (at most start_timeout_s, after which those agents fail with "no
+  command"); every later step waits until every agent under command holds a command for the tick
+  (pacing.CommandRule; a stack silent for stack_timeout_s ends the run, naming what it last sent
+  and what was refused), and each step's barriers and states are awaited;
 - real time: the world plays; the same start and silence rules, in world time.
 
 Every step's states, contacts and farm events are judged (acres_sim/scenario/judge.py); each judged
@@ -36,17 +37,22 @@ from typing import Any
 from acres_sim.scenario import report as reports
 from acres_sim.scenario.judge import Judge
 from acres_sim.scenario.model import Event, Scenario
+from acres_sim.scenario.pacing import CommandRule, start_steps, wait_for_commands
 from acres_sim.scenario.scenario_file import ScenarioError, load
 from acres_sim.scenario.scripted import WaypointDriver
 from acres_sim.scenario.world_setup import prepare_world, wait_for_game
 from acres_sim.stream.timing import PHYSICS_HZ
+from acres_sim.convert.stamps import stamp_to_sec_nanosec
 from acres_sim.topics import (
     ACKERMANN_CMD,
     BRAKE_CMD,
+    CLOCK,
     CMD_VEL,
     GEAR_CMD,
+    HELD_AWAITING,
     STEERING_CMD,
     THROTTLE_CMD,
+    VEHICLE_REFUSED,
 )
 
 COMMAND_TOPICS = (ACKERMANN_CMD, CMD_VEL, STEERING_CMD, THROTTLE_CMD, BRAKE_CMD, GEAR_CMD)
@@ -55,6 +61,12 @@ READY_TIMEOUT_S = 120.0  # the session's processes up and matched
 BARRIER_TIMEOUT_S = 30.0
 DISCOVERY_SETTLE_S = 2.0  # a new participant's endpoints are matched within this on one host
 REPUBLISH_EVERY_S = 0.5  # the start's states again while the stack has not answered them
+START_TICK_AFTER_S = 1.0  # lockstep: a tick more at the start while nothing is under command
+CLOCK_AGAIN_S = 0.1
+CLOCK_SETTLE_S = 0.02  # between a tick's barriers and its /clock  # /clock (best effort) said again while the world waits at a tick
+# What vehicle/held_command's source means, for a message that names what a stack last sent.
+SOURCE_INPUTS = {"ackermann": ACKERMANN_CMD, "cmd_vel": CMD_VEL,
+                 "dbw": f"drive-by-wire ({STEERING_CMD}, {THROTTLE_CMD}, {BRAKE_CMD})"}
 PROGRESS_EVERY_S = 2.0
 WATCH_EVERY_S = 0.5  # how often a long wait looks for Ctrl-C and dead processes
 
@@ -106,6 +118,7 @@ class ScenarioRun:
         self._errors: list[str] = []
         self._started = time.monotonic()
         self.timings: dict[str, float | None] = {"first_step_wall_s": None, "first_command_wall_s": None}
+        self.rule = CommandRule([a.name for a in scenario.agents], scenario.command_period_s)
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -166,7 +179,10 @@ class ScenarioRun:
         files = {"report": self.report_path, "log": self.log_path, "run directory": str(self.run_dir)}
         if self.args.junit:
             files["junit"] = str(Path(self.args.junit).resolve())
-        result = reports.report(self.judge, status, reason, time.monotonic() - started, files, self.timings)
+        extra: dict[str, Any] = dict(self.timings)
+        if self.scenario.pace == "lockstep":  # how each step's wait for the stack ended (pacing.CommandRule)
+            extra["steps_accepted"] = dict(self.rule.counts)
+        result = reports.report(self.judge, status, reason, time.monotonic() - started, files, extra)
         reports.write_json(self.report_path, result)
         if self.args.junit:
             reports.write_junit(self.args.junit, result)
@@ -207,11 +223,13 @@ class ScenarioRun:
                 time.sleep(0.05)
             else:
                 time.sleep(DISCOVERY_SETTLE_S)
-            # One command period with every agent standing at its start, so that a stack has /clock,
-            # every sensor's first frame and the agents' states to answer: scenario time 0 is its end.
-            ros.lockstep.steps(chunk, chunk, lambda n: _stepped(game.step(n)), lambda: self.world_time_s,
+            # The first tick, every agent standing at its start, so that a stack has /clock, every
+            # sensor's first frame and the agents' states to answer: scenario time 0 is its end.
+            first = start_steps(chunk, PHYSICS_HZ)
+            ros.lockstep.steps(first, chunk, lambda n: _stepped(game.step(n)), lambda: self.world_time_s,
                                delivered=feed.wait_handled)
             self.world_time_s = float(ros.lockstep.world_time_s or self.world_time_s)
+            ros.tick(self.world_time_s)
             self.judge.start_s = self.world_time_s
         else:
             self.judge.start_s = self.world_time_s
@@ -222,9 +240,20 @@ class ScenarioRun:
         # The start: every judged agent under command, or start_timeout_s gone by.
         if not lockstep:
             game.play()
-        republished = time.monotonic()
+        republished = ticked = time.monotonic()
         while not judged <= ros.lockstep.held.commanded():
             self._check(session)
+            if (lockstep and not ros.scripted and not ros.lockstep.held.commanded()
+                    and time.monotonic() - ticked > START_TICK_AFTER_S):
+                # Nothing under command yet a while after the tick: a stack that started late (its
+                # timer made after the tick, its data not matched in time) needs time to move on.
+                # Another tick, every agent still standing at its start; scenario time 0 moves with it.
+                ros.lockstep.steps(chunk, chunk, lambda n: _stepped(game.step(n)), lambda: self.world_time_s,
+                                   delivered=feed.wait_handled)
+                self.world_time_s = start = float(ros.lockstep.world_time_s or self.world_time_s)
+                self.judge.start_s = start
+                ros.tick(start)
+                ticked = time.monotonic()
             if lockstep and time.monotonic() - republished > REPUBLISH_EVERY_S:
                 # A stack whose subscription was matched after the start's states went out (a loaded
                 # machine discovers slowly) gets them again; a stack that heard them answers once more.
@@ -251,24 +280,26 @@ class ScenarioRun:
                 self._apply(game, events.pop(0))
             ros.drive_scripted(now)
             if lockstep:
-                late = self._wait_commands(ros, session, now, s.stack_timeout_s)
+                late = wait_for_commands(self.rule, ros.lockstep.held.snapshot, ros.lockstep.held.wait_change,
+                                         now, s.stack_timeout_s, lambda: self._check(session), HELD_AWAITING)
                 if late:
                     self._check(session)  # a process that died is why nothing came, if one did
-                    raise RunEnded("error", f"no command stamped for world time {now:.3f} s from "
+                    raise RunEnded("error", f"no command for world time {now:.3f} s from "
                                             f"{', '.join(late)} within {s.stack_timeout_s:g} s "
-                                            "(stack_timeout_s): the run ends rather than step on a stale "
-                                            "command")
+                                            f"(stack_timeout_s): {ros.last_sent(late)}; the run ends rather "
+                                            "than step on a stale command")
                 steps = min(chunk, max(1, round((s.duration_s - t) * PHYSICS_HZ)))
                 ros.lockstep.steps(steps, steps, lambda n: _stepped(game.step(n)), lambda: now,
                                    delivered=feed.wait_handled)
                 self.world_time_s = float(ros.lockstep.world_time_s or now)
+                ros.tick(self.world_time_s)
             else:
                 stale = [a for a, stamp in ros.lockstep.held.stamps().items()
                          if stamp < now - s.stack_timeout_s]
                 if stale:
                     self._check(session)
                     raise RunEnded("error", f"no command from {', '.join(stale)} for {s.stack_timeout_s:g} s "
-                                            "of world time (stack_timeout_s)")
+                                            f"of world time (stack_timeout_s): {ros.last_sent(stale)}")
                 time.sleep(0.01)
             if not self.args.quiet and time.monotonic() - last_said > PROGRESS_EVERY_S:
                 last_said = time.monotonic()
@@ -302,16 +333,6 @@ class ScenarioRun:
             if dead or time.monotonic() > deadline:
                 return dead
             time.sleep(0.05)
-
-    def _wait_commands(self, ros: _Ros, session: Any, now: float, timeout_s: float) -> list[str]:
-        """The agents still late after timeout_s (see HeldCommands.wait), watching in slices for
-        Ctrl-C and dead processes meanwhile: a long stack_timeout_s never holds up a stop."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            late = ros.lockstep.held.wait(now, min(WATCH_EVERY_S, max(0.0, deadline - time.monotonic())))
-            if not late or time.monotonic() >= deadline:
-                return late
-            self._check(session)
 
     def _check(self, session: Any) -> None:
         if self.interrupted.is_set():
@@ -368,17 +389,19 @@ class _Ros:
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.signals import SignalHandlerOptions
 
+        from std_msgs.msg import String
+
         from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
-        from acres_sim.nodes.lockstep_watch import watch_lockstep
+        from acres_sim.nodes.lockstep_watch import HELD_QOS, watch_lockstep
 
         self._rclpy = rclpy
         self._msg = AckermannDriveStamped
         rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
         self.node = rclpy.create_node("scenario_runner")
         self._agents = agents = [a.name for a in scenario.agents]
-        self.lockstep = watch_lockstep(self.node, agents, True, BARRIER_TIMEOUT_S, 0.05,
+        self.lockstep = watch_lockstep(self.node, agents, True, BARRIER_TIMEOUT_S, 0.0,
                                        lambda text: self.node.get_logger().warning(text))
-        self._scripted = {}
+        self._scripted: dict[str, Any] = {}
         for a in scenario.agents:
             if a.waypoints:
                 params = VEHICLE_PARAMS[a.vehicle]
@@ -388,10 +411,64 @@ class _Ros:
                                                10))
         self._poses: dict[str, tuple[float, float, float]] = {a.name: (a.pose.x, a.pose.y, a.pose.yaw)
                                                               for a in scenario.agents}
+        # Lockstep: the ticks' time, said by the runner (the sim_bridges do not publish /clock then).
+        from rosgraph_msgs.msg import Clock
+
+        from acres_sim.nodes.sim_bridge import CLOCK_QOS
+
+        self._clock_msg = Clock
+        lockstep = scenario.pace == "lockstep"
+        self._clock = self.node.create_publisher(Clock, CLOCK, CLOCK_QOS) if lockstep else None
+        self._tick: Any = None
+        if self._clock is not None:
+            self.node.create_timer(CLOCK_AGAIN_S, self._clock_again)
+        # What each agent's vehicle_bridge last refused (named when its stack's commands stop counting).
+        self.refused: dict[str, str] = {}
+        for a in scenario.agents:
+            self.node.create_subscription(String, f"/{a.name}/{VEHICLE_REFUSED}",
+                                          lambda msg, name=a.name: self.refused.__setitem__(name, msg.data),
+                                          HELD_QOS)
         self._executor = SingleThreadedExecutor()
         self._executor.add_node(self.node)
         self._thread = threading.Thread(target=self._executor.spin, name="scenario-ros", daemon=True)
         self._thread.start()
+
+    @property
+    def scripted(self) -> list[str]:
+        return list(self._scripted)
+
+    def tick(self, t: float) -> None:
+        """/clock says tick t (its data delivered), now and every CLOCK_AGAIN_S until the next."""
+        if self._clock is None:
+            return
+        # The data are delivered (barriers), but a stack takes its queued messages one per wait of
+        # its executor, timers first: a moment's grace lets it read them all before its timers fire.
+        time.sleep(CLOCK_SETTLE_S)
+        msg = self._clock_msg()
+        msg.clock.sec, msg.clock.nanosec = stamp_to_sec_nanosec(t)
+        self._tick = msg
+        self._clock.publish(msg)
+
+    def _clock_again(self) -> None:
+        if self._tick is not None:
+            self._clock.publish(self._tick)
+
+    def last_sent(self, agents: list[str]) -> str:
+        """What each agent's stack last sent that counts, and what was refused since, in words."""
+        _, held = self.lockstep.held.snapshot()
+        parts = []
+        for agent in agents:
+            h = held.get(agent)
+            if h is None:
+                said = f"{agent}'s vehicle_bridge has not said what it holds"
+            elif h[1] in ("", HELD_AWAITING):
+                said = f"{agent} holds no command"
+            else:
+                said = (f"{agent} last held {SOURCE_INPUTS.get(h[1], h[1])} stamped {h[0]:.3f} s, "
+                        f"{time.monotonic() - h[2]:.1f} s ago")
+            refused = self.refused.get(agent)
+            parts.append(said + (f"; refused since: {refused}" if refused else ""))
+        return "; ".join(parts)
 
     def commanding(self) -> set[str]:
         """The agents whose command topics something besides this runner publishes on."""

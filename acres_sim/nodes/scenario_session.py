@@ -48,8 +48,10 @@ class RunSession:
                            control_port=self.control_port, vehicle_ports=",".join(map(str, vehicle_ports)),
                            vehicles=",".join(a.vehicle for a in s.agents), lockstep=lockstep, fake_game=True)
         for bridge in plan.bridges:
-            self._start(f"sim_bridge_{bridge.agent}", _node("sim_bridge", bridge.namespace,
-                                                            bridge.parameters(plan.host)))
+            parameters = dict(bridge.parameters(plan.host))
+            if lockstep:  # the runner says the ticks' time on /clock (acres_sim/scenario/pacing.py)
+                parameters["publish_clock"] = False
+            self._start(f"sim_bridge_{bridge.agent}", _node("sim_bridge", bridge.namespace, parameters))
         for vehicle in plan.vehicle_bridges:
             self._start(f"vehicle_bridge_{vehicle.agent}", _node("vehicle_bridge", vehicle.namespace,
                                                                  vehicle.parameters()))

@@ -22,10 +22,11 @@ from dataclasses import replace
 from typing import Any
 
 from ackermann_msgs.msg import AckermannDriveStamped
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist, TwistStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from std_msgs.msg import Bool, Empty, Float64, Header, UInt64
+from std_msgs.msg import Bool, Empty, Float64, Header, String, UInt64
 
 from acres_sim import topics
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
@@ -84,6 +85,10 @@ class VehicleBridge(RunnableNode):
         self._held_published: HeldCommand | None = None
         self._warned_unsupported: set[str] = set()
         self._refusals = LogLimiter(period_s=2.0)
+        self._limits = LogLimiter(period_s=2.0)  # one saturation WARN per input every 2 s
+        # /diagnostics: inputs applied at a limit and refused, per input and field (a fixed set of keys)
+        self._saturated: dict[str, int] = {}
+        self._refused: dict[str, int] = {}
         self._enabled_published: bool | None = None
 
         pub = self.create_publisher
@@ -91,6 +96,9 @@ class VehicleBridge(RunnableNode):
         self._dbw_enabled = pub(Bool, topics.DBW_ENABLED, LATCHED_QOS)
         self._held = pub(Header, topics.VEHICLE_HELD_COMMAND, LATCHED_QOS)
         self._barrier = pub(UInt64, topics.VEHICLE_BARRIER, REPORT_QOS)
+        self._refused_pub = pub(String, topics.VEHICLE_REFUSED, LATCHED_QOS)
+        self._diagnostics = pub(DiagnosticArray, topics.DIAGNOSTICS, REPORT_QOS)
+        self.create_timer(1.0, self._publish_diagnostics)
         self._reports: list[Any] = [self._ackermann_state]
         sub = self.create_subscription
         sub(Empty, topics.VEHICLE_ENABLE, lambda _: self._switch(True), COMMAND_QOS)
@@ -264,6 +272,7 @@ class VehicleBridge(RunnableNode):
         """Run one driver input; forward at once; refusals are logged, never raised. In lockstep an
         input that comes during a step request, or stamped for a world time the reports have not
         reached yet (the world is ahead of them: a request is under way), acts after its barrier."""
+        limited: list[Any] = []
         try:
             with self._lock:
                 driver = self.driver
@@ -273,16 +282,16 @@ class VehicleBridge(RunnableNode):
                 if self.config.lockstep and (self._stepping or self._ahead_locked(stamp_s)):
                     self._deferred.append((what, call, stamp_s))  # acts after this request's barrier
                     return
-                call(driver)
+                driver.take_limited()
+                try:
+                    call(driver)
+                finally:
+                    limited = driver.take_limited()
                 self._forward_locked()
                 enabled = driver.dbw_enabled
+                now = driver.report.time_s if driver.report is not None else 0.0
         except Refused as exc:
-            # One line per input and fault every 2 s: a flood of one mistake stays one line a
-            # while, and a new mistake shows at once.
-            silenced = self._refusals.allow((what, exc.kind))
-            if silenced is not None:
-                more = f" ({silenced} more like it)" if silenced else ""
-                self.get_logger().warning(f"{what} refused: {exc}{more}")
+            self._on_refused(what, exc)
             return
         except Unsupported as exc:
             if str(exc) not in self._warned_unsupported:
@@ -292,7 +301,52 @@ class VehicleBridge(RunnableNode):
         except Ignored as exc:
             self.get_logger().warning(str(exc), throttle_duration_sec=5.0)
             return
+        if limited:
+            self._on_limited(what, limited, now)
         self._publish_enabled(enabled)
+
+    def _on_limited(self, what: str, limited: list[Any], now: float) -> None:
+        """Applied at the vehicle's limit: counted, and one WARN per input every 2 s."""
+        for item in limited:
+            key = f"{what} {item.field}"
+            self._saturated[key] = self._saturated.get(key, 0) + 1
+        silenced = self._limits.allow(what)
+        if silenced is not None:
+            more = f" ({silenced} more like it in the last 2 s)" if silenced else ""
+            self.get_logger().warning(
+                f"{what} beyond the vehicle's limits at world time {now:.3f} s: "
+                f"{'; '.join(map(str, limited))}{more}")
+
+    def _on_refused(self, what: str, exc: Refused) -> None:
+        """Not used: counted, told on vehicle/refused (what a scenario run names when the stack's
+        commands stop counting), and one line per input and fault every 2 s: a flood of one mistake
+        stays one line a while, and a new mistake shows at once."""
+        key = f"{what} {exc.kind}"
+        if key in self._refused or len(self._refused) < 64:  # the kinds are few; bounded whatever comes
+            self._refused[key] = self._refused.get(key, 0) + 1
+        with self._lock:
+            report = self.driver.report if self.driver is not None else None
+        when = f" at world time {report.time_s:.3f} s" if report is not None else ""
+        self._refused_pub.publish(String(data=f"{what}: {exc}{when}"))
+        silenced = self._refusals.allow((what, exc.kind))
+        if silenced is not None:
+            more = f" ({silenced} more like it)" if silenced else ""
+            self.get_logger().warning(f"{what} refused: {exc}{more}")
+
+    def _publish_diagnostics(self) -> None:
+        info = self.info
+        status = DiagnosticStatus(name=f"vehicle_bridge: {info.agent if info else self.get_namespace()}",
+                                  hardware_id=info.vehicle if info else "")
+        saturated, refused = sum(self._saturated.values()), sum(self._refused.values())
+        status.level = DiagnosticStatus.WARN if saturated or refused else DiagnosticStatus.OK
+        status.message = (f"{saturated} inputs applied at a limit, {refused} refused" if saturated or refused
+                          else "every input within the vehicle's limits")
+        status.values = [KeyValue(key=f"{what}: {k}", value=str(n))
+                         for what, counts in (("saturated", self._saturated), ("refused", self._refused))
+                         for k, n in sorted(counts.items())]
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.get_clock().now().to_msg()
+        self._diagnostics.publish(array)
 
     def _switch(self, enable: bool) -> None:
         if dbw is None and enable:
@@ -350,7 +404,9 @@ class VehicleBridge(RunnableNode):
     def _report_state_locked(self, driver: VehicleDriver) -> dict[str, Any]:
         return {"enabled": driver.dbw_enabled, "steering": _copy(driver.steering),
                 "throttle": _copy(driver.throttle), "brake": _copy(driver.brake),
-                "gear_request": driver.gear_request}
+                "gear_request": driver.gear_request,
+                "requested_steer_rad": (driver.requested_steer_rad if driver.source is not None
+                                        else report_steer(driver))}
 
     def _publish_reports(self, report: VehicleReport, state: dict[str, Any]) -> None:
         info = self.info
@@ -369,10 +425,10 @@ class VehicleBridge(RunnableNode):
         wheel_deg_per_rad = math.degrees(1.0) * info.steering_ratio
         s = dbw.SteeringReport(header=header)
         s.steering_wheel_angle = report.steer_rad * wheel_deg_per_rad
-        s.cmd = report.steer_request_rad * wheel_deg_per_rad
+        s.cmd = state["requested_steer_rad"] * wheel_deg_per_rad  # as asked; the angle is as applied
         s.cmd_type = STEER_CMD_ANGLE
         s.limit_value = info.max_steer_rad * wheel_deg_per_rad
-        s.limiting_value = abs(report.steer_request_rad) >= info.max_steer_rad - 1e-6
+        s.limiting_value = abs(state["requested_steer_rad"]) > info.max_steer_rad + 1e-9
         s.ready = True
         s.enabled = enabled and steering.engaged
         s.timeout = steering.timeout
@@ -400,10 +456,15 @@ def _pedal_report(msg: Any, sub: Subsystem, enabled: bool, output: float) -> Any
     """ThrottleReport and BrakeReport alike: percent commanded (while its subsystem drives) and
     applied, and the subsystem's flags."""
     msg.cmd_type = PEDAL_CMD_PERCENT
-    msg.percent_cmd = 100.0 * sub.value if enabled and sub.engaged else 0.0
+    msg.percent_cmd = sub.cmd if enabled and sub.engaged else 0.0  # as asked (may be beyond 100)
     msg.percent_output = 100.0 * output
     msg.ready, msg.enabled, msg.timeout = True, enabled and sub.engaged, sub.timeout
     return msg
+
+
+def report_steer(driver: VehicleDriver) -> float:
+    """The steering the game was asked for, when no source drives (the route, released)."""
+    return driver.report.steer_request_rad if driver.report is not None else 0.0
 
 
 def _stamp(stamp: Any) -> float | None:

@@ -20,7 +20,7 @@ def _number(value: float | None) -> float | None:
 
 
 def report(judge: Judge, status: str, reason: str, wall_s: float, files: dict[str, str],
-           timings: dict[str, float | None] | None = None) -> dict[str, Any]:
+           timings: dict[str, Any] | None = None) -> dict[str, Any]:
     """status: passed, failed, error or interrupted; reason: why an error or interrupt ended it;
     timings: wall times since the run started (first_step_wall_s, first_command_wall_s)."""
     s = judge.scenario

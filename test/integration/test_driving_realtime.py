@@ -71,7 +71,7 @@ def test_the_watchdog_stops_a_vehicle_whose_commands_stop_in_world_time(realtime
     session.release("polaris")
 
 
-def test_bad_commands_are_refused_and_the_vehicle_goes_on(realtime):
+def test_bad_commands_are_refused_beyond_the_limits_saturated_and_the_vehicle_goes_on(realtime):
     session = realtime
     session.reset()
     session.spin(0.2)
@@ -101,12 +101,13 @@ def test_bad_commands_are_refused_and_the_vehicle_goes_on(realtime):
     # one line per field every 2 s at most: each of the four shows
     assert "vehicle/ackermann_cmd refused: steering_angle is nan" in log
     assert "vehicle/ackermann_cmd refused: speed is inf" in log
-    assert "vehicle/ackermann_cmd refused: steering_angle 2 rad is outside -0.593412..0.593412 rad" in log
-    assert "vehicle/ackermann_cmd refused: speed 50 m/s is outside -4..11 m/s" in log
+    assert "vehicle/ackermann_cmd beyond the vehicle's limits" in log
+    assert "steering_angle 2 rad applied as 0.593412 rad" in log
+    assert "speed 50 m/s applied as 11 m/s" in log
     if dbw is not None:
         assert "steering cmd_type 99 is not a SteeringCmd constant" in log
         assert "SteeringCmd CMD_TORQUE is not served" in log
-        assert "throttle cmd 150 % is outside 0..100 %" in log
+        assert "throttle cmd 150 % applied as 100 %" in log
 
 
 def test_a_driven_vehicles_lidar_lands_on_the_terrain(realtime):

@@ -76,9 +76,10 @@ def test_drive_by_wire_moves_nothing_until_enabled_and_then_maps_each_command():
     (lambda d: d.steering_cmd(None, STEER_CMD_TORQUE, 1.0, 0.0, True), Unsupported,
      "CMD_TORQUE is not served"),
     (lambda d: d.steering_cmd(None, 99, 1.0, 0.0, True), Refused, "cmd_type 99"),
-    (lambda d: d.steering_cmd(None, STEER_CMD_ANGLE, 1000.0, 0.0, True), Refused, "outside -510..510 deg"),
     (lambda d: d.steering_cmd(None, STEER_CMD_ANGLE, math.nan, 0.0, True), Refused, "steering cmd is nan"),
-    (lambda d: d.throttle_cmd(None, PEDAL_CMD_PERCENT, 101.0, True), Refused, "outside 0..100 %"),
+    (lambda d: d.throttle_cmd(None, PEDAL_CMD_PERCENT, math.inf, True), Refused, "throttle cmd is inf"),
+    (lambda d: d.ackermann_cmd(None, math.nan, 0.0, 1.0, 0.0), Refused, "steering_angle is nan"),
+    (lambda d: d.twist_cmd(None, 1.0, -math.inf), Refused, "angular.z is -inf"),
     (lambda d: d.brake_cmd(None, 8, 1.0, True), Unsupported, f"brake {BRAKE_CMD_NAMES[8]} is not served"),
     (lambda d: d.gear_cmd(None, 6), Unsupported, "gear MANUAL"),
     (lambda d: d.gear_cmd(None, 42), Refused, "gear 42"),
@@ -91,6 +92,33 @@ def test_bad_or_unserved_drive_by_wire_commands_are_refused_saying_what(call, er
     with pytest.raises(error, match=message):
         call(d)
     assert d.command() == before  # nothing changed
+
+
+def test_finite_values_beyond_the_limits_are_applied_at_the_limit_and_said():
+    """As drive-by-wire does: a command beyond what the vehicle can is applied at its limit, never
+    dropped; what was asked and what is applied are both kept."""
+    d = driver()
+    d.ackermann_cmd(None, 0.84, 0.0, 50.0, 0.0)
+    limited = d.take_limited()
+    assert [(x.field, x.requested, x.applied) for x in limited] == [
+        ("steering_angle", 0.84, P.max_steer_rad), ("speed", 50.0, P.max_speed_mps)]
+    assert "steering_angle 0.84 rad applied as" in str(limited[0])
+    assert d.requested_steer_rad == 0.84 and d.take_limited() == []
+    command = d.command()
+    assert command.steer_request_rad == pytest.approx(P.max_steer_rad) and command.throttle > 0.0
+    d.twist_cmd(None, -20.0, 5.0)  # faster than reverse allows, a yaw rate beyond the steering
+    fields = {x.field: x for x in d.take_limited()}
+    assert fields["linear.x"].applied == -P.max_reverse_mps
+    assert fields["angular.z"].applied == pytest.approx(  # the tightest turn at that speed, backwards
+        math.tan(P.max_steer_rad) * P.max_reverse_mps / P.wheelbase_m)
+    d.enable()
+    d.steering_cmd(None, STEER_CMD_ANGLE, -1000.0, 0.0, True)
+    d.throttle_cmd(None, PEDAL_CMD_PERCENT, 101.0, True)
+    assert [x.field for x in d.take_limited()] == ["steering cmd", "throttle cmd"]
+    command = d.command()
+    assert command.steer_request_rad == pytest.approx(-P.max_steer_rad) and command.throttle == 1.0
+    d.steering_cmd(None, STEER_CMD_CURVATURE, 5.0, 0.0, True)  # a 0.2 m radius
+    assert d.command().steer_request_rad == pytest.approx(P.max_steer_rad)
 
 
 def test_a_drive_by_wire_subsystem_times_out_after_100_ms_of_world_time_and_releases():

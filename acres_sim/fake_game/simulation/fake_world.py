@@ -48,6 +48,7 @@ class FakeWorld:
             self.world.check_agent = self.collisions.check_agent
             self.world.changes.check_object = self.collisions.check_object
             self.states = AgentStatePublisher(hub, session.agents)
+            self.world.placed = lambda: self.states.refresh(session.step_count, session.time_s)
             self.replay = ReplayPlayer(session, hub, self.world, self.states)
             self.recorder = EpisodeRecorder(session, hub, SOURCE, WORLD_NAME, cfg.seed)
             for owner in (self.episode, self.replay, self.world, self.collisions, self.markers, self.states,

@@ -42,6 +42,9 @@ class WorldRequests(StepOwner):
         self.changes = WorldChanges(loop.scene, [a.name for a in loop.agents])
         # Raises InvalidPose for an agent's pose its body may not take (collisions.py: overlapping).
         self.check_agent: Callable[[str, float, float, float], None] = lambda name, x, y, yaw: None
+        # The agents' states read again after a placement (world held): what the world is at now is
+        # what a log started or a feed connected before the next step gets.
+        self.placed: Callable[[], None] = lambda: None
         self._publish(0.0, WORLD)
 
     # -- reading -------------------------------------------------------------------------------
@@ -117,6 +120,7 @@ class WorldRequests(StepOwner):
             else:
                 rotation = quaternion_to_matrix(quaternion)
             agent.simulator.place(HeldMotion(self._loop.time_s, position, rotation, velocity, spin))
+            self.placed()
         return self.entity_state(name)
 
     def spawn(self, name: Any, uri: Any, position: Any, orientation: Any, allow_renaming: Any = False

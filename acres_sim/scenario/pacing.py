@@ -1,0 +1,143 @@
+"""How a scenario run's world moves on (ROS-free): the rule a lockstep step waits for the stack by
+(CommandRule), the two pacings (LockstepPacing, RealTimePacing) and the stack's silence (Silent).
+
+Lockstep, as a stack on `use_sim_time` sees it: the world stops at ticks command_period_s apart;
+`/clock` says a tick's time only once every agent's data of the tick is delivered (the barriers),
+and again every 0.1 s while the world waits, so that a timer at any rate fires there with the tick's
+data in hand and a lost `/clock` stalls nothing. The world steps on from tick T once every agent
+under command holds a command for T (CommandRule). A stack that runs in real time on sim time
+therefore runs in lockstep unchanged, and a deterministic one gives the same run every time.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+EPS_S = 1e-6
+SLOWEST_RATE_HZ = 5.0  # the first tick comes late enough for a timer this slow to have fired
+QUIET_BOOT_S = 0.5  # before an agent's pace is known: the wait for a newer command than the last tick's
+QUIET_DATA_S = 0.1  # a stack that answers its data, not the clock: the quiet that ends its answers
+STAMPS_KEPT = 8  # distinct stamps per agent the cadence is read from
+CLOCK_KEPT = 4  # ticks remembered of how each agent's command was accepted
+
+
+class Silent(Exception):
+    """The stack fell silent (or its commands are refused): the run ends with exit 2."""
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """Why a step from a tick may go on for one agent: "clock" (a command stamped for the tick),
+    "cadence" (a slower stack's command within its own period) or "quiet" (the last tick's command,
+    the stack quiet since)."""
+
+    agent: str
+    why: str
+
+
+class CommandRule:
+    """The lockstep rule, per agent under command, at tick T (period P = command_period_s):
+
+    1. "clock": it holds a command stamped at or after T (a timer's `now()` at T, an answer stamped
+       with the tick's data, a zero or unstamped command taken after the tick);
+    2. "cadence": its stamps show it commands every m >= 2 ticks (a timer slower than 1/P whose
+       period is a multiple of P): a command stamped after T - m P;
+    3. "quiet": it holds the previous tick's command (stamped at or after T - P) and sent nothing
+       newer for QUIET_BOOT_S (its pace not yet known: the first ticks of a slow timer) or, for a
+       stack that answers its data rather than the clock, QUIET_DATA_S.
+
+    A stack that answers the clock (rule 1 within its last CLOCK_KEPT ticks) is waited for without a
+    quiet limit: the world never steps on a command it has not had time to send. So the world
+    never advances on a command older than the stack's own period (rules 2 and 3 count how often).
+    """
+
+    def __init__(self, agents: list[str], period_s: float):
+        self.period_s = period_s
+        self._stamps: dict[str, deque[float]] = {a: deque(maxlen=STAMPS_KEPT) for a in agents}
+        self._by_clock: dict[str, deque[bool]] = {a: deque(maxlen=CLOCK_KEPT) for a in agents}
+        self.counts = {"clock": 0, "cadence": 0, "quiet": 0}
+
+    def cadence(self, agent: str) -> int:
+        """Ticks between the agent's commands as its stamps show them (1 until shown otherwise)."""
+        stamps = self._stamps[agent]
+        gaps = [b - a for a, b in zip(stamps, list(stamps)[1:])]
+        if not gaps:
+            return 1
+        return max(1, round(min(gaps) / self.period_s))
+
+    def pace_known(self, agent: str) -> bool:
+        return len(self._stamps[agent]) >= 2
+
+    def answers_clock(self, agent: str) -> bool:
+        return any(self._by_clock[agent])
+
+    def accept(self, agent: str, stamp: float, quiet_s: float, now: float) -> str | None:
+        """Which rule lets a step from tick `now` go on for `agent` (None: not yet)."""
+        if stamp >= now - EPS_S:
+            return "clock"
+        m = self.cadence(agent)
+        if m > 1 and stamp > now - m * self.period_s + EPS_S:
+            return "cadence"
+        if stamp >= now - self.period_s - EPS_S:
+            if not self.pace_known(agent):
+                return "quiet" if quiet_s >= QUIET_BOOT_S else None  # a slow timer's first ticks
+            if not self.answers_clock(agent) and quiet_s >= QUIET_DATA_S:
+                return "quiet"  # a stack that answers its data: its answers to the tick's are in
+        return None
+
+    def took(self, agent: str, stamp: float, why: str) -> None:
+        """The step went on with `agent` holding `stamp`, by rule `why`."""
+        stamps = self._stamps[agent]
+        if not stamps or stamp > stamps[-1] + EPS_S:
+            stamps.append(stamp)
+        self._by_clock[agent].append(why == "clock")
+        self.counts[why] += 1
+
+
+# held.snapshot(): (version, agent -> (stamp, source, when it changed) or None)
+Snapshot = tuple[int, dict[str, Any]]
+
+
+def wait_for_commands(rule: CommandRule, snapshot: Callable[[], Snapshot],
+                      wait_change: Callable[[int, float], None], now: float, timeout_s: float,
+                      check: Callable[[], None], awaiting: str,
+                      clock: Callable[[], float] = time.monotonic) -> list[str]:
+    """Wait until the rule accepts every agent under command at tick `now`; the agents still
+    waited for after timeout_s of silence (empty: go on). check() raises to stop the wait."""
+    while True:
+        version, held = snapshot()
+        wall = clock()
+        late, accepted = [], []
+        for agent, h in held.items():
+            if h is None:
+                late.append(agent)
+                continue
+            stamp, source, changed = h
+            if source == "":
+                continue  # not under command: nothing to wait for
+            why = None if source == awaiting else rule.accept(agent, stamp, wall - changed, now)
+            if why is None:
+                late.append(agent)
+            else:
+                accepted.append((agent, stamp, why))
+        if not late:
+            for agent, stamp, why in accepted:
+                rule.took(agent, stamp, why)
+            return []
+        silent = min(wall - held[a][2] if held[a] is not None else math.inf for a in late)
+        if silent >= timeout_s:
+            return late
+        check()
+        wait_change(version, min(0.05, timeout_s - silent))  # a change, or a quiet limit to look at
+
+
+def start_steps(chunk: int, physics_hz: float) -> int:
+    """The steps before the first tick: whole command periods, at least 1/SLOWEST_RATE_HZ of world
+    time, so that a timer of that rate or faster, made before the first /clock, fires at it."""
+    periods = max(1, math.ceil(physics_hz / SLOWEST_RATE_HZ / chunk - 1e-9))
+    return periods * chunk
