@@ -62,8 +62,8 @@ BARRIER_TIMEOUT_S = 30.0
 DISCOVERY_SETTLE_S = 2.0  # a new participant's endpoints are matched within this on one host
 REPUBLISH_EVERY_S = 0.5  # the start's states again while the stack has not answered them
 START_TICK_AFTER_S = 1.0  # lockstep: a tick more at the start while nothing is under command
-CLOCK_AGAIN_S = 0.1
-CLOCK_SETTLE_S = 0.02  # between a tick's barriers and its /clock  # /clock (best effort) said again while the world waits at a tick
+CLOCK_AGAIN_S = 0.1  # /clock (best effort) said again while the world waits at a tick
+CLOCK_SETTLE_S = 0.02  # between a tick's barriers and its /clock
 # What vehicle/held_command's source means, for a message that names what a stack last sent.
 SOURCE_INPUTS = {"ackermann": ACKERMANN_CMD, "cmd_vel": CMD_VEL,
                  "dbw": f"drive-by-wire ({STEERING_CMD}, {THROTTLE_CMD}, {BRAKE_CMD})"}

@@ -52,9 +52,13 @@ class RunSession:
             if lockstep:  # the runner says the ticks' time on /clock (acres_sim/scenario/pacing.py)
                 parameters["publish_clock"] = False
             self._start(f"sim_bridge_{bridge.agent}", _node("sim_bridge", bridge.namespace, parameters))
+        stamped = {a.name for a in s.agents if a.cmd_vel_stamped}
         for vehicle in plan.vehicle_bridges:
-            self._start(f"vehicle_bridge_{vehicle.agent}", _node("vehicle_bridge", vehicle.namespace,
-                                                                 vehicle.parameters()))
+            parameters = dict(vehicle.parameters())
+            if vehicle.agent in stamped:
+                parameters["cmd_vel_stamped"] = True
+            self._start(f"vehicle_bridge_{vehicle.agent}",
+                        _node("vehicle_bridge", vehicle.namespace, parameters))
         assert plan.sim_control is not None
         self._start("sim_control", _node("sim_control", "", plan.sim_control.parameters()))
 

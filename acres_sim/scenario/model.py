@@ -36,6 +36,7 @@ class AgentEntry:
     waypoints: tuple[tuple[float, float], ...] = ()  # scripted: driven along them by the runner
     speed_mps: float = 0.0  # the scripted speed
     task: str = ""  # free text: what the agent is to do
+    cmd_vel_stamped: bool = False  # its cmd_vel is TwistStamped (vehicle_bridge's cmd_vel_stamped)
 
 
 @dataclass(frozen=True)

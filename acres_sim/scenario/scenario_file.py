@@ -182,7 +182,7 @@ class _Reader:
             if not isinstance(name, str) or not name.isidentifier():
                 raise self.fail(k, key, "an agent's name is a letter, then letters, digits or '_'")
             fields = self.mapping(v, key, ("vehicle", "pose", "waypoints",
-                                  "speed_mps", "task"), ("vehicle", "pose"))
+                                  "speed_mps", "task", "cmd_vel_stamped"), ("vehicle", "pose"))
             vehicle = self.text(fields["vehicle"], f"{key}.vehicle")
             if vehicle not in VEHICLE_PARAMS:
                 raise self.fail(fields["vehicle"], f"{key}.vehicle",
@@ -208,8 +208,14 @@ class _Reader:
             if waypoints and speed <= 0.0:
                 raise self.fail(v, f"{key}.speed_mps", "a scripted agent (waypoints) needs a speed above 0")
             task = self.text(fields["task"], f"{key}.task") if "task" in fields else ""
+            stamped = False
+            if "cmd_vel_stamped" in fields:
+                stamped = self.scalar(fields["cmd_vel_stamped"], f"{key}.cmd_vel_stamped")
+                if not isinstance(stamped, bool):
+                    raise self.fail(fields["cmd_vel_stamped"], f"{key}.cmd_vel_stamped",
+                                    f"must be true or false, got {stamped!r}")
             pose = self.pose(fields["pose"], f"{key}.pose", AGENT_HALF_EXTENT_M)
-            out.append(AgentEntry(name, vehicle, pose, waypoints, speed, task))
+            out.append(AgentEntry(name, vehicle, pose, waypoints, speed, task, stamped))
         return out
 
     def object(self, node: yaml.Node, key: str, taken: set[str]) -> ObjectEntry:

@@ -4,8 +4,8 @@ on `use_sim_time` and talks through relative topic names that the test remaps, a
 file would (`odom`, `ackermann_cmd`, `cmd_vel`, `steering_cmd`, `throttle_cmd`, `brake_cmd`,
 `enable`). They follow the straight line y = --line-y eastwards at --speed and stop past --stop-x.
 
-    user_stacks.py pursuit --ros-args -p use_sim_time:=true -p rate_hz:=15.0 -r odom:=/polaris/ground_truth/odom
-        -r ackermann_cmd:=/polaris/vehicle/ackermann_cmd
+    user_stacks.py pursuit --ros-args -p use_sim_time:=true -p rate_hz:=15.0
+        -r odom:=/polaris/ground_truth/odom -r ackermann_cmd:=/polaris/vehicle/ackermann_cmd
 
 - pursuit: pure pursuit on a timer at rate_hz, AckermannDriveStamped stamped with now();
   `max_steer` is its own idea of the vehicle's limit (default 1.0 rad: more than a Polaris has).
@@ -45,6 +45,8 @@ class PurePursuit(Node):
         self.stop_x = self.declare_parameter("stop_x", 1.0e9).value
         self.lookahead = self.declare_parameter("lookahead_m", 4.0).value
         self.max_steer = self.declare_parameter("max_steer", 1.0).value
+        # a fault for the tests: from this x on, the steering asked is NaN
+        self.nan_after_x = self.declare_parameter("nan_after_x", 1.0e9).value
         self.pose: tuple[float, float, float] | None = None
         self.odom_stamp = None
         self.create_subscription(Odometry, "odom", self.on_odom, 10)
@@ -65,7 +67,8 @@ class PurePursuit(Node):
         gx, gy = x + self.lookahead, self.line_y
         alpha = math.atan2(gy - y, gx - x) - yaw
         steer = math.atan2(2.0 * WHEELBASE_M * math.sin(alpha), self.lookahead)
-        return max(-self.max_steer, min(self.max_steer, steer)), self.speed
+        steer = max(-self.max_steer, min(self.max_steer, steer))
+        return (math.nan if x >= self.nan_after_x else steer), self.speed
 
 
 class TimerPursuit(PurePursuit):
@@ -157,9 +160,10 @@ class DbwDriver(PurePursuit):
         SteeringCmd, ThrottleCmd, BrakeCmd = self.msgs
         stamp = self.get_clock().now().to_msg()
         error = speed - self.speed_now
-        s = SteeringCmd(cmd_type=SteeringCmd.CMD_ANGLE, cmd=math.degrees(steer) * self.STEERING_RATIO, enable=True)
-        t = ThrottleCmd(cmd_type=ThrottleCmd.CMD_PERCENT, cmd=max(0.0, min(60.0, 40.0 * error + 15.0 * speed)),
-                        enable=True)
+        wheel_deg = math.degrees(steer) * self.STEERING_RATIO
+        pedal = max(0.0, min(60.0, 40.0 * error + 15.0 * speed))
+        s = SteeringCmd(cmd_type=SteeringCmd.CMD_ANGLE, cmd=wheel_deg, enable=True)
+        t = ThrottleCmd(cmd_type=ThrottleCmd.CMD_PERCENT, cmd=pedal, enable=True)
         b = BrakeCmd(cmd_type=BrakeCmd.CMD_PERCENT, cmd=0.0 if speed > 0.0 else 60.0, enable=True)
         for msg, pub in ((s, self.steering), (t, self.throttle), (b, self.brake)):
             msg.header.stamp = stamp
