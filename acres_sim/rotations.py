@@ -9,7 +9,7 @@ frame (REP 103)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -98,6 +98,11 @@ def quaternion_yaw(quaternion: Sequence[float]) -> float:
     """The heading (rad) of a rotation x, y, z, w (any length): its turn about the vertical."""
     x, y, z, w = (float(v) for v in quaternion)
     return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)) if any((x, y, z, w)) else 0.0
+
+
+def orientation_yaw(q: Mapping[str, float]) -> float:
+    """The yaw of a quaternion given as a message's fields (x, y, z, w)."""
+    return quaternion_yaw((q["x"], q["y"], q["z"], q["w"]))
 
 
 def quaternion_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 import threading
 import time
@@ -21,6 +20,7 @@ from typing import Any
 
 from acres_sim.campaign.campaign_file import Run
 from acres_sim.campaign.domains import DomainLease
+from acres_sim.scenario.command import runner_args
 from acres_sim.scenario.processes import Child
 
 POLL_S = 0.2
@@ -49,13 +49,8 @@ def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -
         out = work / "run"
         try:
             with DomainLease() as domain:
-                args = [sys.executable, "-m", "acres_sim.nodes.scenario_runner", str(scenario),
-                        "--out", str(out), "--domain", str(domain), "--quiet"]
-                for override in spec.run.overrides():
-                    args += ["--set", override]
-                if spec.stack:
-                    args += ["--stack", spec.stack]
-                args += [f"--game-arg={a}" for a in spec.game_args]
+                args = runner_args(scenario, stack=spec.stack, sets=spec.run.overrides(), out=out,
+                                   domain=domain, game_args=spec.game_args, quiet=True)
                 env = {**os.environ, "ROS_DOMAIN_ID": str(domain),
                        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
                 cwd = spec.campaign_dir if Path(spec.campaign_dir).is_dir() else tmp

@@ -35,7 +35,7 @@ from acres_sim.fake_game.simulation.vehicles import vehicle_hello
 from acres_sim.learn.observations import STATE_FIELDS, state_vector
 from acres_sim.learn.rewards import StepOutcome, reward, weights
 from acres_sim.learn.session import READY_TIMEOUT_S, GamePorts, LearnerSession, SessionDied
-from acres_sim.rotations import quaternion_yaw
+from acres_sim.rotations import orientation_yaw
 from acres_sim.scenario.model import Pose2D, Scenario
 from acres_sim.scenario.scenario_file import load
 from acres_sim.scenario.scripted import WaypointDriver
@@ -201,7 +201,7 @@ class AcresParallelEnv(ParallelEnv):
                 if state is not None:
                     p = state["pose"]
                     q = p["orientation"]
-                    yaw = quaternion_yaw((q["x"], q["y"], q["z"], q["w"]))
+                    yaw = orientation_yaw(q)
                     steer, speed = self._drivers[a.name].command(p["position"]["x"], p["position"]["y"], yaw)
                     session.command(a.name, speed, steer, dt)
             self._t = session.step(self.steps_per_action)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from acres_sim.rotations import quaternion_yaw
+from acres_sim.rotations import orientation_yaw
 
 STATE_FIELDS = ("speed_mps", "yaw_rate_rad_s", "steer_rad", "target_x_m", "target_y_m", "target_distance_m",
                 "target_bearing_rad", "contact_front_left", "contact_front_right", "contact_rear_left",
@@ -29,7 +29,7 @@ NO_RETURN_M = 0.0
 
 def state_vector(state: Mapping[str, Any], target: tuple[float, float]) -> np.ndarray:
     p, q = state["pose"]["position"], state["pose"]["orientation"]
-    yaw = quaternion_yaw((q["x"], q["y"], q["z"], q["w"]))
+    yaw = orientation_yaw(q)
     dx, dy = target[0] - p["x"], target[1] - p["y"]
     c, s = math.cos(yaw), math.sin(yaw)
     ahead, left = c * dx + s * dy, -s * dx + c * dy

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from acres_sim.scenario import report as reports
+from acres_sim.scenario.command import runner_args
 from acres_sim.scenario.judge import Judge
 from acres_sim.scenario.model import Event, Scenario
 from acres_sim.scenario.pacing import CommandRule, start_steps, wait_for_commands
@@ -269,6 +270,11 @@ class ScenarioRun:
         if self.judge.all_decided:
             return
         self.timings["first_command_wall_s"] = time.monotonic() - self._started
+        if not lockstep and judged <= ros.lockstep.held.commanded():
+            # Real time as lockstep: scenario time 0 is when every judged agent is under command, so
+            # that a stack's start-up (its imports, discovery) is not driving time lost.
+            start = self._now(game, lockstep)
+            self.judge.start_s = start
         last_said = time.monotonic()
         while True:
             self._check(session)
@@ -481,13 +487,13 @@ class _Ros:
         return out | set(self._scripted)
 
     def see(self, states: dict[str, Any]) -> None:
-        from acres_sim.rotations import quaternion_yaw
+        from acres_sim.rotations import orientation_yaw
 
         if not self._scripted:
             return  # only the scripted agents' drivers need where they are
         for agent in states.get("agents", []):
             p, q = agent["pose"]["position"], agent["pose"]["orientation"]
-            self._poses[agent["name"]] = (p["x"], p["y"], quaternion_yaw((q["x"], q["y"], q["z"], q["w"])))
+            self._poses[agent["name"]] = (p["x"], p["y"], orientation_yaw(q))
 
     def drive_scripted(self, now: float) -> None:
         """Each scripted agent's command for world time `now` (stamped with it)."""
@@ -507,20 +513,13 @@ class _Ros:
 
 def command_line(file: str, stack: str = "", set: str = "", out: str = "", report: str = "", junit: str = "",
                  log: str = "", until_decided: str | bool = False) -> list[str]:
-    """The run as a command line (scenario.launch.py's arguments: `set` is KEY=VALUE;KEY=VALUE)."""
+    """The run as a command line from scenario.launch.py's arguments (`set` is KEY=VALUE;KEY=VALUE)."""
     if not file:
         raise ValueError("file is empty: give the scenario file (file:=scenario.yaml)")
-    args = [sys.executable, "-m", "acres_sim.nodes.scenario_runner", file]
-    for flag, value in (("--stack", stack), ("--out", out), ("--report", report), ("--junit", junit),
-                        ("--log", log)):
-        if value:
-            args += [flag, value]
-    for item in (part.strip() for part in set.split(";")):
-        if item:
-            args += ["--set", item]
-    if str(until_decided).strip().lower() in ("true", "1", "yes", "on"):
-        args.append("--until-decided")
-    return args
+    sets = [item for item in (part.strip() for part in set.split(";")) if item]
+    decided = str(until_decided).strip().lower() in ("true", "1", "yes", "on")
+    return runner_args(file, stack=stack, sets=sets, out=out, report=report, junit=junit, log=log,
+                       until_decided=decided)
 
 
 def main(argv: list[str] | None = None) -> int:

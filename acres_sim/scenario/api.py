@@ -17,11 +17,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from acres_sim.scenario.command import runner_args
 
 
 class ScenarioRefused(ValueError):
@@ -55,20 +56,9 @@ def run_scenario(path: str | os.PathLike[str], *, stack: str = "", sets: Iterabl
     """Run the scenario file (with `--set` overrides) and return its result; ScenarioRefused when the
     file is refused. `timeout_s`: wall time after which the run is interrupted (its report then says
     so)."""
-    args = [sys.executable, "-m", "acres_sim.nodes.scenario_runner", str(path), "--quiet"]
-    for flag, value in (("--stack", stack), ("--out", out), ("--junit", junit), ("--log", log)):
-        if value:
-            args += [flag, str(value)]
-    if domain is not None:
-        args += ["--domain", str(domain)]
-    if until_decided:
-        args.append("--until-decided")
-    args += [f"--set={item}" for item in sets] + [f"--game-arg={arg}" for arg in game_args]
-    if out:
-        report_path = Path(out) / "report.json"
-        args += ["--report", str(report_path)]
-    else:
-        report_path = None
+    report_path = Path(out) / "report.json" if out else None
+    args = runner_args(path, stack=stack, sets=sets, out=out, report=report_path or "", junit=junit, log=log,
+                       domain=domain, until_decided=until_decided, game_args=game_args, quiet=True)
     proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         output, _ = proc.communicate(timeout=timeout_s)

@@ -15,7 +15,7 @@ from typing import Any
 
 from acres_sim.bodies import Solid, object_body, vehicle_body
 from acres_sim.fake_game.world.farm_objects import kind_of
-from acres_sim.rotations import quaternion_yaw
+from acres_sim.rotations import orientation_yaw
 from acres_sim.scenario.criteria import CROP_CRUSHED, Criterion, StepView, make
 from acres_sim.scenario.model import Scenario
 
@@ -149,13 +149,9 @@ class Judge:
                 "cumulative_reward": float(cumulative_reward), "detail": detail}
 
 
-def _yaw(q: dict[str, float]) -> float:
-    return quaternion_yaw((q["x"], q["y"], q["z"], q["w"]))
-
-
 def _agent_solid(state: dict[str, Any], info: dict[str, Any]) -> Solid:
     p = state["pose"]["position"]
-    yaw = _yaw(state["pose"]["orientation"])
+    yaw = orientation_yaw(state["pose"]["orientation"])
     return vehicle_body(state["name"], p["x"], p["y"], yaw, p["z"], info["length_m"], info["width_m"],
                         info["height_m"], info["rear_overhang_m"])
 
@@ -165,4 +161,4 @@ def _object_solid(o: dict[str, Any]) -> Solid:
     kind = kind_of(o["uri"])
     shape = "box" if kind is not None and kind.shape == "box" else "cylinder"
     return object_body(o["name"], shape, (size["x"], size["y"], size["z"]), p["x"], p["y"], p["z"],
-                       _yaw(o["pose"]["orientation"]))
+                       orientation_yaw(o["pose"]["orientation"]))

@@ -119,8 +119,7 @@ def test_the_launch_files_command_line_is_the_runners():
     args = command_line(file="a.yaml", stack="ros2 run my planner", set="conditions.dust=0.5; seed=3",
                         junit="out.xml", until_decided="true")
     assert args[1:] == ["-m", "acres_sim.nodes.scenario_runner", "a.yaml", "--stack", "ros2 run my planner",
-                        "--junit", "out.xml", "--set", "conditions.dust=0.5", "--set", "seed=3",
-                        "--until-decided"]
+                        "--junit", "out.xml", "--until-decided", "--set=conditions.dust=0.5", "--set=seed=3"]
     with pytest.raises(ValueError, match="file is empty"):
         command_line(file="")
 

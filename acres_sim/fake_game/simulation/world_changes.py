@@ -28,7 +28,7 @@ from acres_sim.fake_game.simulation.shifts import CALIBRATED, VehicleShift
 from acres_sim.fake_game.world.conditions import CLEAR_DAY, Conditions, InvalidConditions
 from acres_sim.fake_game.world.farm_objects import CATALOGUE, KINDS, URI_PREFIX, WorldObject, kind_of
 from acres_sim.fake_game.world.scene import Scene
-from acres_sim.rotations import quaternion_yaw
+from acres_sim.rotations import orientation_yaw, quaternion_yaw
 
 if TYPE_CHECKING:
     from acres_sim.fake_game.simulation.session_agent import SessionAgent
@@ -137,7 +137,7 @@ class WorldChanges:
                 raise UnknownResource(f"the log has an object of kind {logged['uri']!r} this world lacks")
             p, q = logged["pose"]["position"], logged["pose"]["orientation"]
             self.objects[logged["name"]] = WorldObject(logged["name"], kind, p["x"], p["y"], p["z"],
-                                                       quaternion_yaw((q["x"], q["y"], q["z"], q["w"])))
+                                                       orientation_yaw(q))
         self._rebuild()
 
     def _rebuild(self) -> None:
