@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import time
 from collections import deque
 from dataclasses import replace
 from typing import Any
@@ -58,7 +59,10 @@ except ImportError as exc:
 
 COMMAND_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 REPORT_QOS = COMMAND_QOS
+SAME_STEP_S = 0.5 / 120.0  # a stamp this close to a report's time is of its step (vehicle time + offset
+# and the sensor data's stamps may differ in the last digits: such a command is not "ahead")
 AHEAD_LIMIT_S = 60.0  # a command stamped further ahead of the vehicle's reports is not waited for
+PLAYING_AFTER_S = 1.0  # lockstep: reports without a barrier this long (wall) mean the world plays
 DEFERRED_INPUTS = 64  # inputs kept during one lockstep request (the oldest go first beyond this)
 LATCHED_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -79,6 +83,12 @@ class VehicleBridge(RunnableNode):
         self._stepping = False
         self._deferred: deque[tuple[str, Any, float | None]] = deque(maxlen=DEFERRED_INPUTS)
         self._pending_barrier: int | None = None  # a barrier waiting for the game to hold our commands
+        # Reports that go on with no barrier for PLAYING_AFTER_S: the world plays (a lockstep launch
+        # set PLAYING), so inputs act at once and the controller runs at every report, as in real
+        # time, until the next barrier (a step request again).
+        self._playing = False
+        self._draining = False  # the kept inputs are being applied: a new one waits behind them
+        self._stepping_since: float | None = None  # wall time of the first report past the last barrier
         self._stopping = threading.Event()
         self.driver: VehicleDriver | None = None
         self.info: VehicleInfo | None = None
@@ -189,11 +199,18 @@ class VehicleBridge(RunnableNode):
                 self._quiet_step = report.step  # connected, or reset: a barrier (if any) follows here
             elif report.step != self._quiet_step:
                 self._stepping = True
+                if self._stepping_since is None:
+                    self._stepping_since = time.monotonic()
+                elif not self._playing and time.monotonic() - self._stepping_since > PLAYING_AFTER_S:
+                    self._playing = True
+            drain = self._playing and bool(self._deferred) and not self._draining
             if reset:  # said even when unchanged: sim_control forgot what it knew at the reset
                 self._publish_held_locked(force=True)
-            elif not self.config.lockstep:
+            elif not self.config.lockstep or self._playing:
                 self._forward_locked()
             enabled, sources = driver.dbw_enabled, self._report_state_locked(driver)
+        if drain:  # the world plays: what waited for a barrier acts now
+            self._drain()
         self._publish_enabled(enabled)
         self._publish_reports(report, sources)
 
@@ -202,13 +219,28 @@ class VehicleBridge(RunnableNode):
             if self.config.lockstep and self.driver is not None:
                 self._forward_locked()  # the watchdog and the controller, between two requests
             self._quiet_step, self._stepping = step, False
-            deferred = list(self._deferred)
-            self._deferred.clear()
-        for what, call, stamp_s in deferred:
-            self._apply(what, call, stamp_s)
+            self._stepping_since, self._playing = None, False
+            self._draining = True  # from here on, in the same hold of the lock: nothing overtakes them
+        self._drain()
         with self._lock:
             self._pending_barrier = step
         self._publish_barrier_when_held()
+
+    def _drain(self) -> None:
+        """The inputs kept for a barrier, in their order; one that arrives meanwhile waits behind
+        them (applied first, it would be overwritten by an older one)."""
+        with self._lock:
+            self._draining = True
+        try:
+            while True:
+                with self._lock:
+                    if not self._deferred:
+                        return
+                    what, call, stamp_s = self._deferred.popleft()
+                self._apply(what, call, stamp_s, drained=True)
+        finally:
+            with self._lock:
+                self._draining = False
 
     def _ahead_locked(self, stamp_s: float | None) -> bool:
         """A stamp later than the last report's world time, by less than AHEAD_LIMIT_S (a stamp
@@ -216,7 +248,7 @@ class VehicleBridge(RunnableNode):
         report = self.driver.report if self.driver is not None else None
         if stamp_s is None or report is None:
             return False
-        return report.time_s + 1e-9 < stamp_s <= report.time_s + AHEAD_LIMIT_S
+        return report.time_s + SAME_STEP_S < stamp_s <= report.time_s + AHEAD_LIMIT_S
 
     def _publish_barrier_when_held(self) -> None:
         """(the client's thread) The pending barrier, once the game answered every command sent so far:
@@ -268,7 +300,7 @@ class VehicleBridge(RunnableNode):
 
     # -- ROS inputs (executor) -------------------------------------------------------------------
 
-    def _apply(self, what: str, call: Any, stamp_s: float | None = None) -> None:
+    def _apply(self, what: str, call: Any, stamp_s: float | None = None, drained: bool = False) -> None:
         """Run one driver input; forward at once; refusals are logged, never raised. In lockstep an
         input that comes during a step request, or stamped for a world time the reports have not
         reached yet (the world is ahead of them: a request is under way), acts after its barrier."""
@@ -279,7 +311,8 @@ class VehicleBridge(RunnableNode):
                 if driver is None:
                     raise Ignored(f"{what} ignored: the Vehicle Bridge has not described the vehicle yet "
                                   f"(is 127.0.0.1:{self.config.vehicle_port} up?)")
-                if self.config.lockstep and (self._stepping or self._ahead_locked(stamp_s)):
+                waits = self._stepping or self._ahead_locked(stamp_s) or (self._draining and not drained)
+                if self.config.lockstep and (waits if not self._playing else self._draining and not drained):
                     self._deferred.append((what, call, stamp_s))  # acts after this request's barrier
                     return
                 driver.take_limited()

@@ -5,6 +5,7 @@ giving the same trajectory bit for bit. Figures print with pytest -s."""
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -154,3 +155,56 @@ def test_the_same_commands_after_a_reset_give_the_same_trajectory(lockstep):
     moved = math.hypot(first[-1][1] - first[0][1], first[-1][2] - first[0][2])
     assert moved > 5.0  # it drove, it did not hold
     assert first == second  # bit for bit
+
+
+@needs_dbw
+def test_after_drive_by_wire_and_a_disable_a_playing_world_drives_by_cmd_vel(lockstep):
+    """A regression found in use: drive-by-wire on the Polaris (enable, throttle and steering, brake
+    to a stop, reverse with throttle 20 % for 20 requests, silence until the reports say timeout,
+    vehicle/disable), then the world set PLAYING and cmd_vel (2 m/s, 0.1667 rad/s) at 20 Hz for
+    8 s: the Polaris drives its circle (it stood at 0.00 m/s: a lockstep vehicle_bridge kept every
+    input for a barrier that a playing world never sends)."""
+    from ds_dbw_msgs.msg import Gear, GearCmd
+    from simulation_interfaces.msg import Result, SimulationState
+    from std_msgs.msg import Empty
+
+    s = lockstep
+    gear = s.graph.node.create_publisher(GearCmd, "/polaris/vehicle/gear/cmd", 10)
+    s.graph.spin_until(lambda: gear.get_subscription_count() > 0, 30, "the gear command's subscriber")
+    s.reset()
+    s.enable["polaris"].publish(Empty())
+    enabled = "/polaris/vehicle/dbw_enabled"
+    s.graph.spin_until(lambda: s.graph.messages(enabled) and s.graph.messages(enabled)[-1].data, 20,
+                       "drive-by-wire enabled")
+    for _ in range(20):
+        s.send_dbw("polaris", 60.0, 30.0, 0.0)
+        s.step(CONTROL_STEPS)
+    for _ in range(40):
+        s.send_dbw("polaris", 0.0, 0.0, 100.0)
+        s.step(CONTROL_STEPS)
+    assert abs(s.odom("polaris").twist.twist.linear.x) < 0.05  # stopped
+    for _ in range(20):
+        gear.publish(GearCmd(cmd=Gear(value=Gear.REVERSE)))
+        s.send_dbw("polaris", 0.0, 20.0, 0.0)
+        s.step(CONTROL_STEPS)
+    assert s.odom("polaris").twist.twist.linear.x < -0.1  # backing up
+    for _ in range(3):  # no commands: the subsystems time out after 100 ms
+        s.step(CONTROL_STEPS)
+    assert s.graph.messages("/polaris/vehicle/throttle/report")[-1].timeout
+    s.release("polaris")
+    playing = s.call("set_simulation_state", state=SimulationState(state=SimulationState.STATE_PLAYING))
+    assert playing.result.result == Result.RESULT_OK, playing.result.error_message
+    try:
+        end = time.monotonic() + 8.0
+        while time.monotonic() < end:
+            s.send_twist("polaris", 2.0, 0.1667)
+            s.spin(0.05)
+        speeds = [m.drive.speed for m in s.graph.messages("/polaris/vehicle/ackermann_state")[-60:]]
+    finally:
+        s.call("set_simulation_state", state=SimulationState(state=SimulationState.STATE_PAUSED))
+        s.release("polaris")
+        s.reset()
+    print(f"\nplayed after drive-by-wire: the Polaris's last speeds {min(speeds):.2f}..{max(speeds):.2f} m/s")
+    # the world plays as fast as it can here (--realtime-factor 0): a command's 0.5 s of world time
+    # may run out between two of the test's, so the speed is judged over the last 60 reports
+    assert max(speeds) > 1.5 and sum(speeds) / len(speeds) > 1.0, speeds

@@ -134,13 +134,17 @@ def test_a_recording_environment_logs_each_episode_with_its_task_status(tmp_path
     logs = sorted((tmp_path / "logs").glob("episode_*.mcap"))
     assert [p.name.split("_seed")[0] for p in logs] == ["episode_00000", "episode_00001", "episode_00002"]
     for path, expected in zip(logs, returns):
-        tasks, states = [], 0
+        tasks, states, first = [], 0, None
         with AnyReader([path], default_typestore=get_typestore(Stores.EMPTY)) as reader:
             for connection, _t, raw in reader.messages():
                 if connection.topic == "/sim/task":
                     tasks.append(reader.deserialize(raw, connection.msgtype))
                 elif connection.topic == "/sim/agent_states":
                     states += 1
+                    if first is None:
+                        first = reader.deserialize(raw, connection.msgtype).agents[0].pose.position
+        # the log starts where the episode does: the scenario's start, not where the last one ended
+        assert (first.x, first.y) == (pytest.approx(-10.0, abs=1e-6), pytest.approx(-28.0, abs=1e-6))
         assert len(tasks) == 8 and {t.task for t in tasks} == {"drive_to_the_gate"}
         assert tasks[-1].cumulative_reward == pytest.approx(expected, abs=1e-5)  # float32 in the message
         assert sum(t.reward for t in tasks) == pytest.approx(expected, abs=1e-4)

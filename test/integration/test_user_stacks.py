@@ -85,6 +85,8 @@ def test_a_users_stack_passes_in_lockstep_and_real_time_alike_and_twice_bit_for_
     assert not differing, differing
     logs = [read_episode(r.report["files"]["log"]) for r in (first, second)]
     assert len(logs[0].steps) == len(logs[1].steps) > 1000
+    start = logs[0].steps[0].agents["polaris"]["pose"]["position"]  # the log starts where the run does
+    assert (start["x"], start["y"]) == (pytest.approx(-10.0, abs=1e-6), pytest.approx(-28.0, abs=1e-6))
     differ = next((a.step for a, b in zip(logs[0].steps, logs[1].steps) if a.agents != b.agents), None)
     assert differ is None, f"the agent states differ from world step {differ} on"
     real_time = _run(tmp_path / "real_time", DOMAIN, stack, "pace=real_time", *sets)

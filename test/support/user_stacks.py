@@ -102,6 +102,8 @@ class ReactivePursuit(PurePursuit):
         cmd.header.stamp = msg.header.stamp
         cmd.drive.steering_angle, cmd.drive.speed = steer, speed
         self.pub.publish(cmd)
+        if DEBUG:
+            print(f"cmd {cmd.header.stamp.sec}.{cmd.header.stamp.nanosec:09d}", flush=True)
 
 
 class TwistFollower(PurePursuit):
