@@ -1,4 +1,4 @@
-"""Every topic name of the interface (shared/interface.md), spelled once (a leaf: no imports).
+"""Every topic name of the ROS interface (the README lists them), spelled once (a leaf: no imports).
 
 Names without a leading slash are relative to the node's namespace (the launch file puts each
 agent's nodes in /<agent>); the absolute ones are shared by the whole session.

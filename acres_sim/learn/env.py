@@ -35,10 +35,9 @@ from acres_sim.fake_game.simulation.vehicles import vehicle_hello
 from acres_sim.learn.observations import STATE_FIELDS, state_vector
 from acres_sim.learn.rewards import StepOutcome, reward, weights
 from acres_sim.learn.session import READY_TIMEOUT_S, GamePorts, LearnerSession, SessionDied
-from acres_sim.rotations import orientation_yaw
 from acres_sim.scenario.model import Pose2D, Scenario
 from acres_sim.scenario.scenario_file import load
-from acres_sim.scenario.scripted import WaypointDriver
+from acres_sim.scenario.scripted import WaypointDriver, scripted_commands
 from acres_sim.stream.timing import PHYSICS_HZ
 
 try:
@@ -196,14 +195,8 @@ class AcresParallelEnv(ParallelEnv):
             for agent in self.possible_agents:
                 if agent not in commands:
                     session.command(agent, 0.0, 0.0, dt)  # its episode ended: it stands
-            for a in self._scripted:
-                state = session.states.get(a.name)
-                if state is not None:
-                    p = state["pose"]
-                    q = p["orientation"]
-                    yaw = orientation_yaw(q)
-                    steer, speed = self._drivers[a.name].command(p["position"]["x"], p["position"]["y"], yaw)
-                    session.command(a.name, speed, steer, dt)
+            for name, (steer, speed) in scripted_commands(self._drivers, session.states).items():
+                session.command(name, speed, steer, dt)
             self._t = session.step(self.steps_per_action)
         except SessionDied as exc:
             return self._died(str(exc))

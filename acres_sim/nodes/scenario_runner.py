@@ -38,9 +38,9 @@ from acres_sim.scenario import report as reports
 from acres_sim.scenario.command import runner_args
 from acres_sim.scenario.judge import Judge
 from acres_sim.scenario.model import Event, Scenario
-from acres_sim.scenario.pacing import CommandRule, start_steps, wait_for_commands
+from acres_sim.scenario.pacing import CommandRule, LockstepPacing, RealTimePacing, Silent
 from acres_sim.scenario.scenario_file import ScenarioError, load
-from acres_sim.scenario.scripted import WaypointDriver
+from acres_sim.scenario.scripted import WaypointDriver, scripted_commands
 from acres_sim.scenario.world_setup import prepare_world, wait_for_game
 from acres_sim.stream.timing import PHYSICS_HZ
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
@@ -61,8 +61,6 @@ COMMAND_TOPICS = (ACKERMANN_CMD, CMD_VEL, STEERING_CMD, THROTTLE_CMD, BRAKE_CMD,
 READY_TIMEOUT_S = 120.0  # the session's processes up and matched
 BARRIER_TIMEOUT_S = 30.0
 DISCOVERY_SETTLE_S = 2.0  # a new participant's endpoints are matched within this on one host
-REPUBLISH_EVERY_S = 0.5  # the start's states again while the stack has not answered them
-START_TICK_AFTER_S = 1.0  # lockstep: a tick more at the start while nothing is under command
 CLOCK_AGAIN_S = 0.1  # /clock (best effort) said again while the world waits at a tick
 CLOCK_SETTLE_S = 0.02  # between a tick's barriers and its /clock
 # What vehicle/held_command's source means, for a message that names what a stack last sent.
@@ -124,7 +122,7 @@ class ScenarioRun:
     # -- the run -------------------------------------------------------------------------------
 
     def execute(self) -> int:
-        from acres_sim.nodes.scenario_session import RunSession, SessionFailed
+        from acres_sim.scenario.session import RunSession, SessionFailed
 
         started = self._started = time.monotonic()
         env = dict(os.environ)
@@ -208,120 +206,77 @@ class ScenarioRun:
                                         f"{READY_TIMEOUT_S:g} s")
             time.sleep(0.05)
 
+    def _pacing(self, game: Any, feed: Any, ros: _Ros, session: Any) -> Any:
+        s = self.scenario
+        check = lambda: self._check(session)  # noqa: E731
+        if s.pace == "lockstep":
+            chunk = max(1, round(s.command_period_s * PHYSICS_HZ))
+            return LockstepPacing(game, ros.lockstep, feed.wait_handled, ros.tick, self.rule, chunk,
+                                  PHYSICS_HZ, s.stack_timeout_s, check, ros.last_sent, HELD_AWAITING)
+        return RealTimePacing(game, ros.lockstep.held, s.stack_timeout_s, check, ros.last_sent)
+
     def _run(self, game: Any, feed: Any, ros: _Ros, session: Any) -> None:
         s = self.scenario
-        lockstep = s.pace == "lockstep"
-        chunk = max(1, round(s.command_period_s * PHYSICS_HZ))
+        pacing = self._pacing(game, feed, ros, session)
         waited = time.monotonic()
         judged = set(s.judged_agents)
-        if lockstep:
+        held = ros.lockstep.held
+        if s.pace == "lockstep":
             # The stack is up once it publishes on a command topic of every judged agent; its
             # subscriptions are matched within DISCOVERY_SETTLE_S of that.
-            while not (judged <= ros.commanding() and ros.lockstep.held.known()):
+            while not (judged <= ros.commanding() and held.known()):
                 self._check(session)
                 if time.monotonic() - waited > s.start_timeout_s:
                     break
                 time.sleep(0.05)
             else:
                 time.sleep(DISCOVERY_SETTLE_S)
-            # The first tick, every agent standing at its start, so that a stack has /clock, every
-            # sensor's first frame and the agents' states to answer: scenario time 0 is its end.
-            first = start_steps(chunk, PHYSICS_HZ)
-            ros.lockstep.steps(first, chunk, lambda n: _stepped(game.step(n)), lambda: self.world_time_s,
-                               delivered=feed.wait_handled)
-            self.world_time_s = float(ros.lockstep.world_time_s or self.world_time_s)
-            ros.tick(self.world_time_s)
-            self.judge.start_s = self.world_time_s
-        else:
-            self.judge.start_s = self.world_time_s
+        start = self.world_time_s = pacing.begin(self.world_time_s)
+        self.judge.start_s = start
         self.timings["first_step_wall_s"] = time.monotonic() - self._started
-        start = self.world_time_s
         events = list(s.events)
         ros.drive_scripted(start)
         # The start: every judged agent under command, or start_timeout_s gone by.
-        if not lockstep:
-            game.play()
-        republished = ticked = time.monotonic()
-        while not judged <= ros.lockstep.held.commanded():
+        while not judged <= held.commanded():
             self._check(session)
-            if (lockstep and not ros.scripted and not ros.lockstep.held.commanded()
-                    and time.monotonic() - ticked > START_TICK_AFTER_S):
-                # Nothing under command yet a while after the tick: a stack that started late (its
-                # timer made after the tick, its data not matched in time) needs time to move on.
-                # Another tick, every agent still standing at its start; scenario time 0 moves with it.
-                ros.lockstep.steps(chunk, chunk, lambda n: _stepped(game.step(n)), lambda: self.world_time_s,
-                                   delivered=feed.wait_handled)
-                self.world_time_s = start = float(ros.lockstep.world_time_s or self.world_time_s)
-                self.judge.start_s = start
-                ros.tick(start)
-                ticked = time.monotonic()
-            if lockstep and time.monotonic() - republished > REPUBLISH_EVERY_S:
-                # A stack whose subscription was matched after the start's states went out (a loaded
-                # machine discovers slowly) gets them again; a stack that heard them answers once more.
-                game.request({"op": "republish"})
-                republished = time.monotonic()
+            moved = pacing.while_starting(not held.commanded(), not ros.scripted)
+            if moved is not None:  # scenario time 0 moves with the world
+                start = self.world_time_s = self.judge.start_s = moved
             if time.monotonic() - waited > s.start_timeout_s:
-                silent = sorted(judged - ros.lockstep.held.commanded())
+                silent = sorted(judged - held.commanded())
                 self.judge.no_command(silent)
                 self._say(f"no command from {', '.join(silent)} within {s.start_timeout_s:g} s")
                 break
-            ros.drive_scripted(self._now(game, lockstep))
+            ros.drive_scripted(pacing.now())
             time.sleep(0.02)
         if self.judge.all_decided:
             return
         self.timings["first_command_wall_s"] = time.monotonic() - self._started
-        if not lockstep and judged <= ros.lockstep.held.commanded():
-            # Real time as lockstep: scenario time 0 is when every judged agent is under command, so
-            # that a stack's start-up (its imports, discovery) is not driving time lost.
-            start = self._now(game, lockstep)
-            self.judge.start_s = start
+        moved = pacing.started() if judged <= held.commanded() else None
+        if moved is not None:
+            start = self.judge.start_s = moved
         last_said = time.monotonic()
-        while True:
-            self._check(session)
-            now = self._now(game, lockstep)
-            t = now - start
-            if t >= s.duration_s - 1e-9 or (self.args.until_decided and self.judge.all_decided):
-                break
-            while events and events[0].at_s <= t + 1e-9:
-                self._apply(game, events.pop(0))
-            ros.drive_scripted(now)
-            if lockstep:
-                late = wait_for_commands(self.rule, ros.lockstep.held.snapshot, ros.lockstep.held.wait_change,
-                                         now, s.stack_timeout_s, lambda: self._check(session), HELD_AWAITING)
-                if late:
-                    self._check(session)  # a process that died is why nothing came, if one did
-                    raise RunEnded("error", f"no command for world time {now:.3f} s from "
-                                            f"{', '.join(late)} within {s.stack_timeout_s:g} s "
-                                            f"(stack_timeout_s): {ros.last_sent(late)}; the run ends rather "
-                                            "than step on a stale command")
-                steps = min(chunk, max(1, round((s.duration_s - t) * PHYSICS_HZ)))
-                ros.lockstep.steps(steps, steps, lambda n: _stepped(game.step(n)), lambda: now,
-                                   delivered=feed.wait_handled)
-                self.world_time_s = float(ros.lockstep.world_time_s or now)
-                ros.tick(self.world_time_s)
-            else:
-                stale = [a for a, stamp in ros.lockstep.held.stamps().items()
-                         if stamp < now - s.stack_timeout_s]
-                if stale:
-                    self._check(session)
-                    raise RunEnded("error", f"no command from {', '.join(stale)} for {s.stack_timeout_s:g} s "
-                                            f"of world time (stack_timeout_s): {ros.last_sent(stale)}")
-                time.sleep(0.01)
-            if not self.args.quiet and time.monotonic() - last_said > PROGRESS_EVERY_S:
-                last_said = time.monotonic()
-                decided = sum(c.decided for c in self.judge.criteria)
-                failed = sum(c.verdict.passed is False for c in self.judge.criteria)
-                self._say(f"{s.name}: world time {t:6.2f} / {s.duration_s:g} s, "
-                          f"{decided}/{len(self.judge.criteria)} criteria decided, {failed} failed")
-        if not lockstep:
-            game.pause()
-        feed.wait_handled(round(self._now(game, lockstep) * PHYSICS_HZ), BARRIER_TIMEOUT_S)
-
-    def _now(self, game: Any, lockstep: bool) -> float:
-        if lockstep:
-            return self.world_time_s
-        self.world_time_s = float(game.request({"op": "status"})["time_s"])
-        return self.world_time_s
+        try:
+            while True:
+                self._check(session)
+                now = self.world_time_s = pacing.now()
+                t = now - start
+                if t >= s.duration_s - 1e-9 or (self.args.until_decided and self.judge.all_decided):
+                    break
+                while events and events[0].at_s <= t + 1e-9:
+                    self._apply(game, events.pop(0))
+                ros.drive_scripted(now)
+                pacing.advance(now, s.duration_s - t)
+                if not self.args.quiet and time.monotonic() - last_said > PROGRESS_EVERY_S:
+                    last_said = time.monotonic()
+                    decided = sum(c.decided for c in self.judge.criteria)
+                    failed = sum(c.verdict.passed is False for c in self.judge.criteria)
+                    self._say(f"{s.name}: world time {t:6.2f} / {s.duration_s:g} s, "
+                              f"{decided}/{len(self.judge.criteria)} criteria decided, {failed} failed")
+        except Silent as exc:
+            raise RunEnded("error", str(exc)) from None
+        self.world_time_s = pacing.end()
+        feed.wait_handled(round(self.world_time_s * PHYSICS_HZ), BARRIER_TIMEOUT_S)
 
     @staticmethod
     def _end_step(what: str, step: Any) -> None:
@@ -381,10 +336,6 @@ class ScenarioRun:
             print(f"scenario: {line}", file=sys.stderr, flush=True)
 
 
-def _stepped(done: Any) -> tuple[int, float]:
-    return done.step, done.time_s
-
-
 class _Ros:
     """The runner's ROS side: the lockstep watch (barriers and held commands of every agent) and the
     Ackermann commands of the scripted agents, on a node spun by a thread of its own."""
@@ -415,8 +366,8 @@ class _Ros:
                     WaypointDriver(a.waypoints, a.speed_mps, params.wheelbase_m, params.max_steer_rad),
                     self.node.create_publisher(AckermannDriveStamped, f"/{a.name}/{ACKERMANN_CMD}",
                                                10))
-        self._poses: dict[str, tuple[float, float, float]] = {a.name: (a.pose.x, a.pose.y, a.pose.yaw)
-                                                              for a in scenario.agents}
+        self._starts = {a.name: (a.pose.x, a.pose.y, a.pose.yaw) for a in scenario.agents}
+        self._states: dict[str, Any] = {}  # each agent's latest AgentState (the scripted agents' drivers)
         # Lockstep: the ticks' time, said by the runner (the sim_bridges do not publish /clock then).
         from rosgraph_msgs.msg import Clock
 
@@ -487,18 +438,14 @@ class _Ros:
         return out | set(self._scripted)
 
     def see(self, states: dict[str, Any]) -> None:
-        from acres_sim.rotations import orientation_yaw
-
-        if not self._scripted:
-            return  # only the scripted agents' drivers need where they are
-        for agent in states.get("agents", []):
-            p, q = agent["pose"]["position"], agent["pose"]["orientation"]
-            self._poses[agent["name"]] = (p["x"], p["y"], orientation_yaw(q))
+        if self._scripted:  # only the scripted agents' drivers need where they are
+            self._states = {agent["name"]: agent for agent in states.get("agents", [])}
 
     def drive_scripted(self, now: float) -> None:
         """Each scripted agent's command for world time `now` (stamped with it)."""
-        for name, (driver, publisher) in self._scripted.items():
-            steer, speed = driver.command(*self._poses[name])
+        drivers = {name: driver for name, (driver, _publisher) in self._scripted.items()}
+        for name, (steer, speed) in scripted_commands(drivers, self._states, self._starts).items():
+            publisher = self._scripted[name][1]
             msg = self._msg()
             sec = int(now)
             msg.header.stamp.sec, msg.header.stamp.nanosec = sec, int(round((now - sec) * 1e9))

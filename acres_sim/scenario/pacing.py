@@ -141,3 +141,115 @@ def start_steps(chunk: int, physics_hz: float) -> int:
     time, so that a timer of that rate or faster, made before the first /clock, fires at it."""
     periods = max(1, math.ceil(physics_hz / SLOWEST_RATE_HZ / chunk - 1e-9))
     return periods * chunk
+
+
+class LockstepPacing:
+    """The world by ticks: the runner steps it one command period at a time, once the stack holds a
+    command for the tick (CommandRule), and says each tick on /clock once its data is delivered.
+
+    game: the control client (step, republish); lockstep: the barriers' and held commands' watch
+    (acres_sim.control.lockstep.Lockstep); delivered(step, timeout_s): the step's states handled;
+    tick(t): /clock says t; check(): raises to end the run; last_sent(agents): what they last sent,
+    in words."""
+
+    REPUBLISH_EVERY_S = 0.5  # the first tick's states again while the stack has not answered them
+    TICK_AGAIN_AFTER_S = 1.0  # a tick more at the start while nothing at all is under command
+
+    def __init__(self, game: Any, lockstep: Any, delivered: Callable[[int, float], bool],
+                 tick: Callable[[float], None], rule: CommandRule, chunk: int, physics_hz: float,
+                 stack_timeout_s: float, check: Callable[[], None], last_sent: Callable[[list[str]], str],
+                 awaiting: str):
+        self._game, self._lockstep, self._delivered, self._tick = game, lockstep, delivered, tick
+        self.rule, self.chunk, self._hz = rule, chunk, physics_hz
+        self._stack_timeout_s, self._check, self._last_sent = stack_timeout_s, check, last_sent
+        self._awaiting = awaiting
+        self.world_time_s = 0.0
+        self._republished = self._ticked = time.monotonic()
+
+    def _steps(self, steps: int, now: float) -> float:
+        def stepped(n: int) -> tuple[int, float]:
+            done = self._game.step(n)
+            return done.step, done.time_s
+
+        self._lockstep.steps(steps, self.chunk, stepped, lambda: now, delivered=self._delivered)
+        self.world_time_s = float(self._lockstep.world_time_s or now)
+        self._tick(self.world_time_s)
+        self._ticked = time.monotonic()
+        return self.world_time_s
+
+    def begin(self, world_time_s: float) -> float:
+        """The first tick, every agent standing at its start: the stack then has /clock, every
+        sensor's first frame and the agents' states to answer. Returns its time (scenario time 0)."""
+        self.world_time_s = world_time_s
+        return self._steps(start_steps(self.chunk, self._hz), world_time_s)
+
+    def while_starting(self, nothing_under_command: bool, may_tick: bool) -> float | None:
+        """Called while the runner waits for the first commands: the first tick's states again now
+        and then, and, when nothing at all is under command a while after the tick (a stack whose
+        timer was made after it, or whose data came too late to be matched), another tick with every
+        agent still standing. Returns the new start when the world moved on."""
+        wall = time.monotonic()
+        if may_tick and nothing_under_command and wall - self._ticked > self.TICK_AGAIN_AFTER_S:
+            return self._steps(self.chunk, self.world_time_s)
+        if wall - self._republished > self.REPUBLISH_EVERY_S:
+            # a stack whose subscription was matched after the states went out gets them again
+            self._game.request({"op": "republish"})
+            self._republished = wall
+        return None
+
+    def started(self) -> float | None:
+        """Every judged agent under command: scenario time 0 stays the first tick's."""
+        return None
+
+    def now(self) -> float:
+        return self.world_time_s
+
+    def advance(self, now: float, left_s: float) -> None:
+        """The stack's commands for tick `now`, then the world to the next tick (or left_s)."""
+        late = wait_for_commands(self.rule, self._lockstep.held.snapshot, self._lockstep.held.wait_change,
+                                 now, self._stack_timeout_s, self._check, self._awaiting)
+        if late:
+            self._check()  # a process that died is why nothing came, if one did
+            raise Silent(f"no command for world time {now:.3f} s from {', '.join(late)} within "
+                         f"{self._stack_timeout_s:g} s (stack_timeout_s): {self._last_sent(late)}; the run "
+                         "ends rather than step on a stale command")
+        self._steps(min(self.chunk, max(1, round(left_s * self._hz))), now)
+
+    def end(self) -> float:
+        return self.world_time_s
+
+
+class RealTimePacing:
+    """The world plays; the stack's silence is watched in world time."""
+
+    def __init__(self, game: Any, held: Any, stack_timeout_s: float, check: Callable[[], None],
+                 last_sent: Callable[[list[str]], str]):
+        self._game, self._held = game, held
+        self._stack_timeout_s, self._check, self._last_sent = stack_timeout_s, check, last_sent
+
+    def begin(self, world_time_s: float) -> float:
+        self._game.play()
+        return world_time_s
+
+    def while_starting(self, nothing_under_command: bool, may_tick: bool) -> float | None:
+        return None
+
+    def started(self) -> float | None:
+        """Every judged agent under command: scenario time 0 is now, so that a stack's start-up (its
+        imports, discovery) is not driving time lost, as in lockstep."""
+        return self.now()
+
+    def now(self) -> float:
+        return float(self._game.request({"op": "status"})["time_s"])
+
+    def advance(self, now: float, left_s: float) -> None:
+        stale = [a for a, stamp in self._held.stamps().items() if stamp < now - self._stack_timeout_s]
+        if stale:
+            self._check()
+            raise Silent(f"no command from {', '.join(stale)} for {self._stack_timeout_s:g} s of world time "
+                         f"(stack_timeout_s): {self._last_sent(stale)}")
+        time.sleep(0.01)
+
+    def end(self) -> float:
+        self._game.pause()
+        return self.now()

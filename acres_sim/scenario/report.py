@@ -11,7 +11,8 @@ from typing import Any
 
 from acres_sim.scenario.judge import Judge
 
-# status -> exit code (shared/interface.md): passed 0, failed 1, error 2, interrupted 130
+# status -> exit code, as the README's "Testing your stack: scenarios" says: passed 0, failed 1, error 2,
+# interrupted 130
 EXIT_CODES = {"passed": 0, "failed": 1, "error": 2, "interrupted": 130}
 
 

@@ -5,7 +5,10 @@ step, so a scripted agent is driven through its vehicle_bridge like any stack's.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from acres_sim.rotations import orientation_yaw
 
 ARRIVED_M = 1.0  # within this of the last waypoint it stops
 
@@ -35,3 +38,23 @@ class WaypointDriver:
         steer = math.atan2(2.0 * self.wheelbase * math.sin(alpha), max(distance, 1e-3))
         speed = self.speed if self.next < last else min(self.speed, max(0.5, distance))  # ease in
         return max(-self.max_steer, min(self.max_steer, steer)), speed
+
+
+def scripted_commands(drivers: Mapping[str, WaypointDriver], states: Mapping[str, Mapping[str, Any]],
+                      starts: Mapping[str, tuple[float, float, float]] | None = None
+                      ) -> dict[str, tuple[float, float]]:
+    """Each scripted agent's (steering, speed) from its latest AgentState (a dict of its fields), or
+    from its start (x, y, yaw) before one came: the one way both the runner and the learners'
+    environment drive them."""
+    out = {}
+    for name, driver in drivers.items():
+        state = states.get(name)
+        if state is not None:
+            p = state["pose"]
+            pose = (p["position"]["x"], p["position"]["y"], orientation_yaw(p["orientation"]))
+        elif starts is not None and name in starts:
+            pose = starts[name]
+        else:
+            continue
+        out[name] = driver.command(*pose)
+    return out

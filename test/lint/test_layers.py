@@ -36,8 +36,10 @@ ALLOWED = (
     ("acres_sim.fake_game", ("acres_sim.fake_game", "acres_sim.stream", "acres_sim.episode")),
     ("acres_sim.viewer", ("acres_sim.convert", "acres_sim.stream", "acres_sim.middleware",
                           "acres_sim.description")),
-    # a scenario is checked against the fake world's vehicles, catalogue and ranges
-    ("acres_sim.scenario", ("acres_sim.fake_game", "acres_sim.episode", "acres_sim.stream")),
+    # a scenario is checked against the fake world's vehicles, catalogue and ranges; a run's session
+    # starts the nodes as the launch file plans them (launch_plan is ROS-free)
+    ("acres_sim.scenario", ("acres_sim.fake_game", "acres_sim.episode", "acres_sim.stream",
+                            "acres_sim.nodes.launch_plan")),
     # a learner's world: the scenario's, through the game's own clients (no ROS graph)
     ("acres_sim.learn", ("acres_sim.scenario", "acres_sim.fake_game", "acres_sim.game", "acres_sim.stream",
                          "acres_sim.drive")),

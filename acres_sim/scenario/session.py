@@ -1,8 +1,10 @@
-"""The processes of one scenario run (ROS-free): the fake game (its command line, ports chosen by the
-system and read from its output, holding the stepping token), a sim_bridge and a vehicle_bridge per
-agent and sim_control (their parameters from the launch file's plan), and the user's stack. Each
-child's output goes to a file of the run's directory; every child is in a process group of its own
-and is stopped with SIGINT, then SIGKILL.
+"""The processes of one scenario run (ROS-free: it starts the nodes, it does not import ROS): the
+fake game (ports chosen by the system and read from its output, holding the stepping token), a
+sim_bridge and a vehicle_bridge per agent and sim_control as the launch file plans them (in lockstep
+the sim_bridges do not publish /clock: the runner says the ticks; an agent's `cmd_vel_stamped` goes
+to its vehicle_bridge), and the user's stack. Each child's output goes to a file of the run's
+directory; every child is in a process group of its own and is stopped with SIGINT, then SIGKILL;
+dead() says which one ended.
 """
 
 from __future__ import annotations
