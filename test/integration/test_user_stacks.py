@@ -30,7 +30,7 @@ SHORTER = ("duration_s=10", "criteria.0.reach.within_s=10")
 REMAPS = {"odom": "/polaris/ground_truth/odom", "ackermann_cmd": "/polaris/vehicle/ackermann_cmd",
           "cmd_vel": "/polaris/cmd_vel", "steering_cmd": "/polaris/vehicle/steering/cmd",
           "throttle_cmd": "/polaris/vehicle/throttle/cmd", "brake_cmd": "/polaris/vehicle/brake/cmd",
-          "enable": "/polaris/vehicle/enable"}
+          "enable": "/polaris/vehicle/enable", "dbw_enabled": "/polaris/vehicle/dbw_enabled"}
 
 
 def _stack(style: str, **params) -> str:

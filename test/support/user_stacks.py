@@ -2,7 +2,8 @@
 """Stacks as users write them, for the scenario tests: nothing in them knows of lockstep. Each runs
 on `use_sim_time` and talks through relative topic names that the test remaps, as a user's launch
 file would (`odom`, `ackermann_cmd`, `cmd_vel`, `steering_cmd`, `throttle_cmd`, `brake_cmd`,
-`enable`). They follow the straight line y = --line-y eastwards at --speed and stop past --stop-x.
+`enable`, `dbw_enabled`). They follow the line y = line_y eastwards at `speed` and stop past `stop_x`
+(ROS parameters).
 
     user_stacks.py pursuit --ros-args -p use_sim_time:=true -p rate_hz:=15.0
         -r odom:=/polaris/ground_truth/odom -r ackermann_cmd:=/polaris/vehicle/ackermann_cmd
@@ -12,8 +13,8 @@ file would (`odom`, `ackermann_cmd`, `cmd_vel`, `steering_cmd`, `throttle_cmd`, 
 - reactive: the same controller answering every odometry message, stamped with the odometry's stamp.
 - twist: a nav2-like controller: geometry_msgs/Twist on a timer at rate_hz (TwistStamped with
   stamped:=true, stamped with now()).
-- dbw: drive-by-wire at rate_hz: enable once, then steering (CMD_ANGLE), throttle and brake percent,
-  stamped with now().
+- dbw: drive-by-wire at rate_hz: enable until the kit says it is enabled, steering (CMD_ANGLE),
+  throttle and brake percent, stamped with now().
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
-from std_msgs.msg import Empty
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from std_msgs.msg import Bool, Empty
 
 DEBUG = bool(os.environ.get("USER_STACK_DEBUG"))
 WHEELBASE_M = 1.9  # what the user's own vehicle file says of a Polaris Ranger (about)
@@ -144,7 +146,9 @@ class DbwDriver(PurePursuit):
         self.brake = self.create_publisher(BrakeCmd, "brake_cmd", 10)
         self.enable = self.create_publisher(Empty, "enable", 10)
         self.speed_now = 0.0
-        self.enabled = False
+        self.enabled = False  # as the kit reports it: enable is sent until it says so
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.create_subscription(Bool, "dbw_enabled", lambda m: setattr(self, "enabled", m.data), latched)
         self.create_timer(1.0 / self.rate_hz, self.tick)
 
     def on_odom(self, msg: Odometry) -> None:
@@ -157,7 +161,6 @@ class DbwDriver(PurePursuit):
             return
         if not self.enabled:
             self.enable.publish(Empty())
-            self.enabled = True
         steer, speed = out
         SteeringCmd, ThrottleCmd, BrakeCmd = self.msgs
         stamp = self.get_clock().now().to_msg()
