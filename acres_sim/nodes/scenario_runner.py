@@ -63,6 +63,7 @@ BARRIER_TIMEOUT_S = 30.0
 DISCOVERY_SETTLE_S = 2.0  # a new participant's endpoints are matched within this on one host
 CLOCK_AGAIN_S = 0.1  # /clock (best effort) said again while the world waits at a tick
 CLOCK_SETTLE_S = 0.02  # between a tick's barriers and its /clock
+FIRST_CLOCK_SETTLE_S = 0.5  # ... at the first tick
 # What vehicle/held_command's source means, for a message that names what a stack last sent.
 SOURCE_INPUTS = {"ackermann": ACKERMANN_CMD, "cmd_vel": CMD_VEL,
                  "dbw": f"drive-by-wire ({STEERING_CMD}, {THROTTLE_CMD}, {BRAKE_CMD})"}
@@ -399,8 +400,9 @@ class _Ros:
         if self._clock is None:
             return
         # The data are delivered (barriers), but a stack takes its queued messages one per wait of
-        # its executor, timers first: a moment's grace lets it read them all before its timers fire.
-        time.sleep(CLOCK_SETTLE_S)
+        # its executor, timers first: a moment's grace lets it read them all before its timers fire
+        # (more at the first tick: a stack's first callbacks are slow, and its queue is full).
+        time.sleep(CLOCK_SETTLE_S if self._tick is not None else FIRST_CLOCK_SETTLE_S)
         msg = self._clock_msg()
         msg.clock.sec, msg.clock.nanosec = stamp_to_sec_nanosec(t)
         self._tick = msg

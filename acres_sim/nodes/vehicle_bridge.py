@@ -231,16 +231,18 @@ class VehicleBridge(RunnableNode):
         them (applied first, it would be overwritten by an older one)."""
         with self._lock:
             self._draining = True
-        try:
-            while True:
-                with self._lock:
-                    if not self._deferred:
-                        return
-                    what, call, stamp_s = self._deferred.popleft()
-                self._apply(what, call, stamp_s, drained=True)
-        finally:
+        while True:
             with self._lock:
-                self._draining = False
+                if not self._deferred:
+                    self._draining = False  # in the same hold: an input now is applied, not kept
+                    return
+                what, call, stamp_s = self._deferred.popleft()
+            try:
+                self._apply(what, call, stamp_s, drained=True)
+            except BaseException:
+                with self._lock:
+                    self._draining = False
+                raise
 
     def _ahead_locked(self, stamp_s: float | None) -> bool:
         """A stamp later than the last report's world time, by less than AHEAD_LIMIT_S (a stamp
