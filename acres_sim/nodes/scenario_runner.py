@@ -245,8 +245,9 @@ class ScenarioRun:
                 start = self.world_time_s = self.judge.start_s = moved
             if time.monotonic() - waited > s.start_timeout_s:
                 silent = sorted(judged - held.commanded())
-                self.judge.no_command(silent)
-                self._say(f"no command from {', '.join(silent)} within {s.start_timeout_s:g} s")
+                self.judge.no_command(silent, {a: ros.refused[a] for a in silent if a in ros.refused})
+                self._say(f"no command from {', '.join(silent)} within {s.start_timeout_s:g} s: "
+                          f"{ros.last_sent(silent)}")
                 break
             ros.drive_scripted(pacing.now())
             time.sleep(0.02)

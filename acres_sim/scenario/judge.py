@@ -86,11 +86,14 @@ class Judge:
 
     # -- the end and the tasks -----------------------------------------------------------------
 
-    def no_command(self, agents: list[str]) -> None:
-        """These agents were never under command by start_timeout_s: their criteria fail."""
+    def no_command(self, agents: list[str], why: dict[str, str] | None = None) -> None:
+        """These agents were never under command by start_timeout_s: their criteria fail ("no
+        command", with what was refused instead where `why` says)."""
         for criterion in self.criteria:
             if criterion.agent in agents:
-                criterion.decide(False, self.t, "no command")
+                refused = (why or {}).get(criterion.agent)
+                detail = f"no command (refused: {refused})" if refused else "no command"
+                criterion.decide(False, self.t, detail)
         self._tell(self.t)
 
     def finish(self) -> None:

@@ -126,6 +126,13 @@ def test_an_agent_never_under_command_fails_every_criterion_with_no_command(judg
     assert tasks[-1]["state"] == FAILED and "no command" in tasks[-1]["detail"]
 
 
+def test_an_agent_whose_commands_were_all_refused_says_what_was_refused(judged):
+    judge, _ = judged
+    refusal = "vehicle/ackermann_cmd: steering_angle is nan at world time 0.200 s"
+    judge.no_command(["polaris"], {"polaris": refusal})
+    assert {c.verdict.detail for c in judge.criteria} == {f"no command (refused: {refusal})"}
+
+
 def test_the_junit_file_has_a_case_per_criterion_and_the_summary_a_line_each(judged, tmp_path):
     judge, _ = judged
     judge.on_event("states", _states(100.1, 0.0, 4.0))
