@@ -153,7 +153,10 @@ class LockstepPacing:
     in words."""
 
     REPUBLISH_EVERY_S = 0.5  # the first tick's states again while the stack has not answered them
-    TICK_AGAIN_AFTER_S = 1.0  # a tick more at the start while nothing at all is under command
+    # A tick more at the start while nothing at all is under command this long (wall) after the last:
+    # long enough for a slow first answer (a loaded machine, a stack's first callbacks) to come in,
+    # which a tick more would shift by a tick.
+    TICK_AGAIN_AFTER_S = 5.0
 
     def __init__(self, game: Any, lockstep: Any, delivered: Callable[[int, float], bool],
                  tick: Callable[[float], None], rule: CommandRule, chunk: int, physics_hz: float,
