@@ -11,7 +11,10 @@ the episode log, starts the user's stack (--stack) and runs the world:
   command"); every later step waits until every agent under command holds a command for the tick
   (pacing.CommandRule; a stack silent for stack_timeout_s ends the run, naming what it last sent
   and what was refused), and each step's barriers and states are awaited;
-- real time: the world plays; the same start and silence rules, in world time.
+- real time: the world plays; scenario time 0 is when every judged agent is under command, and a
+  stack silent for stack_timeout_s of world time ends the run.
+
+Both are pacings of one interface (acres_sim/scenario/pacing.py): this loop does not know which.
 
 Every step's states, contacts and farm events are judged (acres_sim/scenario/judge.py); each judged
 agent's TaskStatus goes to the game (the watch feed, /sim/task from sim_control, the log). The run
