@@ -127,9 +127,11 @@ class VehicleClient:
                 step = int(number(doc, "step"))
                 self._on_barrier(step, self.time.world_time(step, number(doc, "vehicle_time_s")))
             elif kind == "held":
-                stamp = doc.get("stamp_s")
-                self._on_held(None if stamp is None else number(doc, "stamp_s"))
-                self._answered_one()
+                stamp = None if doc.get("stamp_s") is None else number(doc, "stamp_s")
+                with self._count_lock:  # counted first: on_held may ask whether every one is answered
+                    self._answered += 1
+                self._on_held(stamp)
+                self._on_answer()
             elif kind == "hello":
                 info = parse_info(doc)
                 self.time.physics_hz = float(info.physics_hz)

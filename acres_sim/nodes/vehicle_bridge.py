@@ -278,8 +278,12 @@ class VehicleBridge(RunnableNode):
                 f"step's world time by up to {time.disagreement_s:.6f} s: the stamps follow the offset")
 
     def _on_held(self, stamp_s: float | None) -> None:
+        """The game holds a command: said on vehicle/held_command once it has answered every command
+        sent so far. An earlier answer would let a step request overtake the commands still on their
+        way (several kept for a barrier, zero-stamped: each counts for the same world time)."""
         with self._lock:
-            self._publish_held_locked(stamp_s)
+            if self.client.all_answered:
+                self._publish_held_locked(stamp_s)
 
     # -- forwarding (under the lock) -------------------------------------------------------------
 
