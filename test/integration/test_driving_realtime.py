@@ -72,7 +72,10 @@ def test_the_watchdog_stops_a_vehicle_whose_commands_stop_in_world_time(realtime
 
 
 def test_bad_commands_are_refused_beyond_the_limits_saturated_and_the_vehicle_goes_on(realtime):
+    from diagnostic_msgs.msg import DiagnosticArray
+
     session = realtime
+    diagnostics = session.graph.subscribe(DiagnosticArray, "/diagnostics")
     session.reset()
     session.spin(0.2)
     # NaN, inf, beyond the limits (one command: a WARN per input every 2 s at most), and one within them
@@ -109,6 +112,15 @@ def test_bad_commands_are_refused_beyond_the_limits_saturated_and_the_vehicle_go
         assert "steering cmd_type 99 is not a SteeringCmd constant" in log
         assert "SteeringCmd CMD_TORQUE is not served" in log
         assert "throttle cmd 150 % applied as 100 %" in log
+    session.spin(1.5)  # /diagnostics at 1 Hz counts them
+    counts = {}
+    for _t, array in diagnostics:
+        for status in array.status:
+            if status.name == "vehicle_bridge: polaris":
+                counts = {v.key: int(v.value) for v in status.values}
+    assert counts.get("saturated: vehicle/ackermann_cmd steering_angle", 0) >= 1, counts
+    assert counts.get("saturated: vehicle/ackermann_cmd speed", 0) >= 1, counts
+    assert counts.get("refused: vehicle/ackermann_cmd steering_angle not finite", 0) >= 1, counts
 
 
 def test_a_driven_vehicles_lidar_lands_on_the_terrain(realtime):
