@@ -15,7 +15,6 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 EPS_S = 1e-6
@@ -28,16 +27,6 @@ CLOCK_KEPT = 4  # ticks remembered of how each agent's command was accepted
 
 class Silent(Exception):
     """The stack fell silent (or its commands are refused): the run ends with exit 2."""
-
-
-@dataclass(frozen=True)
-class Accepted:
-    """Why a step from a tick may go on for one agent: "clock" (a command stamped for the tick),
-    "cadence" (a slower stack's command within its own period) or "quiet" (the last tick's command,
-    the stack quiet since)."""
-
-    agent: str
-    why: str
 
 
 class CommandRule:
