@@ -136,8 +136,9 @@ def run_start(tmp: str) -> dict:
     repo = Path(__file__).resolve().parent.parent
     stack = f"{sys.executable} {repo / 'test' / 'support' / 'stack_driver.py'} --agent polaris --speed 3"
     scenario = repo / "scenarios" / "bale_ahead.yaml"
-    subprocess.run([sys.executable, "-m", "acres_sim.nodes.scenario_runner", str(scenario), "--out", tmp,
-                    "--quiet", "--until-decided", "--stack", stack],
+    from acres_sim.scenario.command import runner_args
+
+    subprocess.run(runner_args(scenario, stack=stack, out=tmp, until_decided=True, quiet=True),
                    check=False, capture_output=True, text=True)
     return json.loads((Path(tmp) / "report.json").read_text())
 
