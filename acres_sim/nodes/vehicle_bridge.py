@@ -44,11 +44,11 @@ from acres_sim.drive.driver import (
     ros_stamp,
 )
 from acres_sim.channels.vehicle import VehicleInfo, VehicleReport
+from acres_sim.drive.input_faults import InputFaults
 from acres_sim.game.vehicle_client import VehicleClient
 from acres_sim.middleware.cdr_publisher import wait_until_acked
 from acres_sim.nodes.parameters import VEHICLE_BRIDGE, vehicle_bridge_config
 from acres_sim.nodes.runner import RosLogging, RunnableNode, run
-from acres_sim.net.log_limiter import LogLimiter
 
 try:  # released for Humble and Jazzy, not for Kilted: without it, Ackermann and Twist only
     from ds_dbw_msgs import msg as dbw
@@ -59,8 +59,7 @@ except ImportError as exc:
 
 COMMAND_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 REPORT_QOS = COMMAND_QOS
-SAME_STEP_S = 0.5 / 120.0  # a stamp this close to a report's time is of its step (vehicle time + offset
-# and the sensor data's stamps may differ in the last digits: such a command is not "ahead")
+SAME_STEP_S = 0.5 / 120.0  # this close to a report's time, a stamp is of its step (not "ahead")
 AHEAD_LIMIT_S = 60.0  # a command stamped further ahead of the vehicle's reports is not waited for
 PLAYING_AFTER_S = 1.0  # lockstep: reports without a barrier this long (wall) mean the world plays
 DEFERRED_INPUTS = 64  # inputs kept during one lockstep request (the oldest go first beyond this)
@@ -83,9 +82,8 @@ class VehicleBridge(RunnableNode):
         self._stepping = False
         self._deferred: deque[tuple[str, Any, float | None]] = deque(maxlen=DEFERRED_INPUTS)
         self._pending_barrier: int | None = None  # a barrier waiting for the game to hold our commands
-        # Reports that go on with no barrier for PLAYING_AFTER_S: the world plays (a lockstep launch
-        # set PLAYING), so inputs act at once and the controller runs at every report, as in real
-        # time, until the next barrier (a step request again).
+        # Reports with no barrier for PLAYING_AFTER_S: the world plays (PLAYING in a lockstep launch):
+        # inputs act at once, the controller runs at every report, until the next barrier.
         self._playing = False
         self._draining = False  # the kept inputs are being applied: a new one waits behind them
         self._stepping_since: float | None = None  # wall time of the first report past the last barrier
@@ -94,11 +92,7 @@ class VehicleBridge(RunnableNode):
         self.info: VehicleInfo | None = None
         self._held_published: HeldCommand | None = None
         self._warned_unsupported: set[str] = set()
-        self._refusals = LogLimiter(period_s=2.0)
-        self._limits = LogLimiter(period_s=2.0)  # one saturation WARN per input every 2 s
-        # /diagnostics: inputs applied at a limit and refused, per input and field (a fixed set of keys)
-        self._saturated: dict[str, int] = {}
-        self._refused: dict[str, int] = {}
+        self._faults = InputFaults()  # applied at a limit, refused: counted and said
         self._enabled_published: bool | None = None
 
         pub = self.create_publisher
@@ -345,44 +339,28 @@ class VehicleBridge(RunnableNode):
         self._publish_enabled(enabled)
 
     def _on_limited(self, what: str, limited: list[Any], now: float) -> None:
-        """Applied at the vehicle's limit: counted, and one WARN per input every 2 s."""
-        for item in limited:
-            key = f"{what} {item.field}"
-            self._saturated[key] = self._saturated.get(key, 0) + 1
-        silenced = self._limits.allow(what)
-        if silenced is not None:
-            more = f" ({silenced} more like it in the last 2 s)" if silenced else ""
-            self.get_logger().warning(
-                f"{what} beyond the vehicle's limits at world time {now:.3f} s: "
-                f"{'; '.join(map(str, limited))}{more}")
+        line = self._faults.limited(what, limited, now)
+        if line is not None:
+            self.get_logger().warning(line)
 
     def _on_refused(self, what: str, exc: Refused) -> None:
-        """Not used: counted, told on vehicle/refused (what a scenario run names when the stack's
-        commands stop counting), and one line per input and fault every 2 s: a flood of one mistake
-        stays one line a while, and a new mistake shows at once."""
-        key = f"{what} {exc.kind}"
-        if key in self._refused or len(self._refused) < 64:  # the kinds are few; bounded whatever comes
-            self._refused[key] = self._refused.get(key, 0) + 1
+        """Not used: counted, and told on vehicle/refused (what a scenario run names when the
+        stack's commands stop counting)."""
         with self._lock:
             report = self.driver.report if self.driver is not None else None
         when = f" at world time {report.time_s:.3f} s" if report is not None else ""
         self._refused_pub.publish(String(data=f"{what}: {exc}{when}"))
-        silenced = self._refusals.allow((what, exc.kind))
-        if silenced is not None:
-            more = f" ({silenced} more like it)" if silenced else ""
-            self.get_logger().warning(f"{what} refused: {exc}{more}")
+        line = self._faults.refused(what, exc)
+        if line is not None:
+            self.get_logger().warning(line)
 
     def _publish_diagnostics(self) -> None:
         info = self.info
         status = DiagnosticStatus(name=f"vehicle_bridge: {info.agent if info else self.get_namespace()}",
                                   hardware_id=info.vehicle if info else "")
-        saturated, refused = sum(self._saturated.values()), sum(self._refused.values())
-        status.level = DiagnosticStatus.WARN if saturated or refused else DiagnosticStatus.OK
-        status.message = (f"{saturated} inputs applied at a limit, {refused} refused" if saturated or refused
-                          else "every input within the vehicle's limits")
-        status.values = [KeyValue(key=f"{what}: {k}", value=str(n))
-                         for what, counts in (("saturated", self._saturated), ("refused", self._refused))
-                         for k, n in sorted(counts.items())]
+        faulty, status.message, values = self._faults.summary()
+        status.level = DiagnosticStatus.WARN if faulty else DiagnosticStatus.OK
+        status.values = [KeyValue(key=key, value=str(n)) for key, n in values]
         array = DiagnosticArray(status=[status])
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics.publish(array)

@@ -23,7 +23,7 @@ ALLOWED = (
     ("acres_sim.stream", ()),
     ("acres_sim.game", ("acres_sim.stream",)),
     ("acres_sim.convert", ("acres_sim.stream",)),
-    ("acres_sim.drive", ("acres_sim.game", "acres_sim.stream")),
+    ("acres_sim.drive", ("acres_sim.game", "acres_sim.stream", "acres_sim.net")),
     ("acres_sim.middleware", ()),
     ("acres_sim.control", ()),
     ("acres_sim.episode", ()),
