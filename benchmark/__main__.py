@@ -31,9 +31,12 @@ Measurements (names for --only):
   scenario  what a scenario adds to a lockstep step (collisions of two agents among 0, 1, 10, 100
             objects, a vehicle pushing against one; the judge's six criteria) and the wall time from
             `scenario FILE` to its first step (benchmark.bench_scenario)
-  learn     the learners' environment: steps/s with state and with LiDAR observations against the
-            control channel and the stream doing the same by hand, reset p50/p95, aggregate steps/s of
-            1 and 2 sessions at once (benchmark.bench_learn)
+  gamerate  the held fake game's physics steps/s in 12-step requests with nothing attached, a watch
+            feed, a watch of the latched events, the stream (cached renders), the stream (full
+            renders) (benchmark.bench_game_rate)
+  learn     the learners' environment: steps/s with state observations against its floor (the
+            channels doing only what a step must), one and two agents; with LiDAR observations;
+            reset p50/p95, aggregate steps/s of 1 and 2 sessions at once (benchmark.bench_learn)
   campaign  a campaign's runs per minute with 1 and 2 runs at once (benchmark.bench_campaign)
   remote    a reliable and a best-effort subscriber on a second host (a network namespace joined
             by a 1 Gbit/s veth; needs root) beside the same pair on the bridge's host: the share
@@ -65,6 +68,7 @@ from benchmark.measure import (
 from benchmark.measure_control import AGENT_SETS, measure_sim_control
 from benchmark.measure_driving import measure_acting_learner, measure_command_latency
 from benchmark.bench_campaign import measure_campaign
+from benchmark.bench_game_rate import measure_game_rate
 from benchmark.bench_learn import measure_learn
 from benchmark.bench_scenario import measure_scenario
 from benchmark.measure_episode import measure_episode
@@ -73,7 +77,7 @@ from benchmark.verdicts import verdicts
 from harness.workload import polaris_period
 
 MEASUREMENTS = ("raw", "ingest", "convert", "polaris", "agents4", "lockstep", "simcontrol", "driving",
-                "fakegame", "episode", "scenario", "learn", "campaign", "remote")
+                "fakegame", "episode", "scenario", "gamerate", "learn", "campaign", "remote")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                  "fakegame": lambda: measure_fake_game(args.seconds),
                  "episode": lambda: measure_episode(tmp, args.lockstep_requests),
                  "scenario": measure_scenario,
+                 "gamerate": measure_game_rate,
                  "learn": measure_learn,
                  "campaign": measure_campaign,
                  "remote": lambda: measure_remote_both(args.seconds, tmp)}

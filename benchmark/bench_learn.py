@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """What the learners' environment costs over its world, and how fast one resets.
 
-- Environment steps/s (AcresEnv.step: command, 12 physics steps, observations, rewards, the judge)
-  against the same world stepped by hand (LearnerSession.command and .step, no observation or
-  reward), side by side in one run, with state-only observations and with LiDAR (full renders).
+- Environment steps/s with state observations (AcresParallelEnv.step: command, 12 physics steps,
+  the judge, observations, rewards), one agent (drive_to_the_gate) and two (two agents with a task
+  each), against the floor: the same fake game driven by the channels alone, doing only what a step
+  must (every agent's command held, 12 physics steps, every vehicle's barrier, every agent's state by
+  get_state), side by side in turns in one run. With LiDAR observations (full renders): steps/s.
 - reset(): wall time of each reset of a running environment (the game's reset, the scenario's world
   put together, one command period standing), p50 and p95.
 - Aggregate environment steps/s of 1 and 2 environments stepped at once (each its own game and
@@ -18,15 +20,50 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
+import shutil
 import statistics
+import tempfile
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
-from acres_sim.learn import AcresEnv
+from acres_sim.channels.vehicle import VehicleCommand
+from acres_sim.game.control_client import ControlClient
+from acres_sim.game.vehicle_client import VehicleClient
+from acres_sim.learn import AcresEnv, AcresParallelEnv
+from acres_sim.scenario.processes import start_fake_game
+from acres_sim.scenario.scenario_file import load
+from acres_sim.scenario.world_setup import prepare_world, wait_for_game
 
 GATE = Path(__file__).resolve().parents[1] / "scenarios" / "drive_to_the_gate.yaml"
+ONE = """acres_scenario: 1
+name: one_agent
+seed: 11
+duration_s: 20.0
+pace: lockstep
+agents:
+  polaris: {vehicle: polaris, pose: {x: -10.0, y: -28.0}}
+criteria:
+  - {reach: {agent: polaris, x: 60.0, y: -28.0}}
+  - {no_collision: {agent: polaris}}
+  - {max_speed_mps: {agent: polaris, limit: 6.0}}
+"""
+TWO = """acres_scenario: 1
+name: two_agents
+seed: 11
+duration_s: 20.0
+pace: lockstep
+agents:
+  polaris: {vehicle: polaris, pose: {x: -10.0, y: -28.0}}
+  maxxum: {vehicle: maxxum, pose: {x: -10.0, y: -20.0}}
+criteria:
+  - {reach: {agent: polaris, x: 60.0, y: -28.0}}
+  - {reach: {agent: maxxum, x: 60.0, y: -20.0}}
+  - {no_collision: {agent: maxxum}}
+"""  # the targets out of reach within the steps measured: episodes end by truncation (at 200 steps)
 
 
 def _actions(k: int) -> np.ndarray:
@@ -34,38 +71,75 @@ def _actions(k: int) -> np.ndarray:
     return np.array([0.15, 0.6 * np.sin(k / 10.0)], np.float32)
 
 
-def env_rate(observations: list[str], steps: int) -> float:
-    env = AcresEnv(GATE, observations=observations)
+def env_rate(scenario: Path, observations: list[str], steps: int, as_the_floor: bool = False) -> float:
+    """as_the_floor: every episode ends by truncation at 200 steps, as the floor resets."""
+    env = AcresParallelEnv(scenario, observations=observations)
     try:
         env.reset(seed=0)
         started, done = time.perf_counter(), 0
         while done < steps:
-            _o, _r, terminated, truncated, _i = env.step(_actions(done))
+            env.step({a: _actions(done) for a in env.agents})
             done += 1
-            if terminated or truncated:
+            if as_the_floor and not env.agents and done % 200:
+                raise RuntimeError(f"{scenario.name}: an episode ended at step {done}, not at its end as "
+                                   "the floor's")
+            if not env.agents:
                 env.reset()
         return steps / (time.perf_counter() - started)
     finally:
         env.close()
 
 
-def by_hand_rate(observations: list[str], steps: int) -> float:
-    """The same commands and steps through the environment's world, nothing else."""
-    env = AcresEnv(GATE, observations=observations)
+def floor_rate(scenario: Path, steps: int) -> float:
+    """The same world and commands through the channels, only what a step must do."""
+    s = load(scenario)
+    agents = [a.name for a in s.agents]
+    folder = Path(tempfile.mkdtemp(prefix="acres_bench_floor_"))
+    game = start_fake_game(agents, [a.vehicle for a in s.agents], s.seed, folder, dict(os.environ),
+                           ["--realtime-factor", "0"])
+    news = threading.Condition()
+    barriers: dict[str, int] = {}
+    described: set[str] = set()
+
+    def told(change: object = None) -> None:
+        with news:
+            news.notify_all()
+
+    clients = {a: VehicleClient(port, on_info=lambda info, a=a: told(described.add(a)),
+                                on_report=lambda r: None,
+                                on_barrier=lambda step, t, a=a: told(barriers.__setitem__(a, step)),
+                                on_answer=told) for a, port in zip(agents, game.vehicle_ports)}
+    control = ControlClient(game.control_port)
     try:
-        env.reset(seed=0)
-        session = env.parallel._session
-        dt = env.parallel.steps_per_action / 120.0
+        wait_for_game(control, 60.0)
+        for client in clients.values():
+            client.start()
+        with news:
+            news.wait_for(lambda: set(agents) <= described, 60.0)
+        control.reset("all", seed=0)
+        prepare_world(control, s)
         started = time.perf_counter()
         for k in range(steps):
             a = _actions(k)
-            session.command("polaris", float(a[0]) * 11.0, float(a[1]) * 0.59, dt)
-            session.step(env.parallel.steps_per_action)
+            for client in clients.values():
+                client.send(VehicleCommand(steer_request_rad=0.59 * float(a[1]), throttle=float(a[0])))
+            with news:
+                news.wait_for(lambda: all(c.all_answered for c in clients.values()), 60.0)
+            done = control.step(12)
+            with news:
+                news.wait_for(lambda: all(barriers.get(a, -1) >= done.step for a in agents), 60.0)
+            for agent in agents:
+                control.get_state(agent)
             if k % 200 == 199:  # as the environment's truncation at 20 s
-                session.reset(k)
+                control.reset("all", seed=k)
+                prepare_world(control, s)
         return steps / (time.perf_counter() - started)
     finally:
-        env.close()
+        for client in clients.values():
+            client.stop()
+        control.close()
+        game.child.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def reset_times(resets: int) -> list[float]:
@@ -86,7 +160,7 @@ def reset_times(resets: int) -> list[float]:
 
 def _worker(args: tuple[int, int]) -> float:
     steps, _index = args
-    return env_rate(["state"], steps)
+    return env_rate(GATE, ["state"], steps)
 
 
 def aggregate(envs: int, steps: int) -> float:
@@ -98,14 +172,18 @@ def aggregate(envs: int, steps: int) -> float:
 def measure_learn(steps: int = 200, resets: int = 20) -> dict:
     """make bench's figures (see the module's docstring)."""
     out: dict = {}
-    for observed in (["state"], ["state", "lidar"]):
+    folder = Path(tempfile.mkdtemp(prefix="acres_bench_learn_"))
+    for name, text in (("state_1_agent", ONE), ("state_2_agents", TWO)):
+        scenario = folder / f"{name}.yaml"
+        scenario.write_text(text)
         # in turns, three of each, the best of each: the machine's other work counts least there
-        env = hand = 0.0
+        env = floor = 0.0
         for _ in range(3):
-            env = max(env, env_rate(observed, steps))
-            hand = max(hand, by_hand_rate(observed, steps))
-        out["+".join(observed)] = {"env_steps_per_s": env, "by_hand_steps_per_s": hand,
-                                   "cost_pct": 100.0 * (hand / env - 1.0)}
+            env = max(env, env_rate(scenario, ["state"], steps, as_the_floor=True))
+            floor = max(floor, floor_rate(scenario, steps))
+        out[name] = {"env_steps_per_s": env, "floor_steps_per_s": floor, "env_over_floor": floor / env}
+    out["lidar_env_steps_per_s"] = max(env_rate(GATE, ["state", "lidar"], steps) for _ in range(2))
+    shutil.rmtree(folder, ignore_errors=True)
     times = sorted(reset_times(resets))
     out["reset_p50_ms"] = 1000.0 * statistics.median(times)
     out["reset_p95_ms"] = 1000.0 * times[int(0.95 * (len(times) - 1))]
@@ -120,11 +198,11 @@ def main() -> None:
     p.add_argument("--resets", type=int, default=20)
     args = p.parse_args()
     r = measure_learn(args.steps, args.resets)
-    for name in ("state", "state+lidar"):
+    for name in ("state_1_agent", "state_2_agents"):
         f = r[name]
-        print(f"{name:12s} environment {f['env_steps_per_s']:7.1f} steps/s "
-              f"({f['env_steps_per_s'] * 12:6.0f} physics steps/s), by hand {f['by_hand_steps_per_s']:7.1f} "
-              f"steps/s: the environment costs {f['cost_pct']:+.1f} %")
+        print(f"{name:15s} environment {f['env_steps_per_s']:7.1f} steps/s, the floor "
+              f"{f['floor_steps_per_s']:7.1f} steps/s: {f['env_over_floor']:.2f} x the floor's time")
+    print(f"state+lidar     environment {r['lidar_env_steps_per_s']:7.1f} steps/s")
     print(f"reset (state+lidar): p50 {r['reset_p50_ms']:.0f} ms, p95 {r['reset_p95_ms']:.0f} ms over "
           f"{r['resets']} resets")
     one, two = r["sessions_steps_per_s"]["1"], r["sessions_steps_per_s"]["2"]

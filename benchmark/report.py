@@ -118,17 +118,26 @@ def print_report(r: dict[str, Any]) -> None:
         console.print(t)
         console.print(f"scenario FILE -> first step {sc['first_step_wall_s']:.2f} s, first commanded step "
                       f"{sc['first_command_wall_s']:.2f} s, the whole 12 s run {sc['run_wall_s']:.1f} s")
+    if "gamerate" in r:
+        t = Table(title="The held fake game (Polaris): physics steps/s in 12-step requests, "
+                        "by what is attached")
+        for col in ("attached", "physics steps/s"):
+            t.add_column(col, justify="right")
+        for what, rate in r["gamerate"].items():
+            t.add_row(what.replace("_", " "), f"{rate:.0f}")
+        console.print(t)
     if "learn" in r:
         le = r["learn"]
-        t = Table(title="The learners' environment against the same work by hand "
-                        "(env steps of 12 physics steps)")
-        for col in ("observations", "environment steps/s", "by hand steps/s", "the environment costs"):
+        t = Table(title="The learners' environment against its floor, the channels doing only what a step "
+                        "must (env steps of 12 physics steps, state observations)")
+        for col in ("agents", "environment steps/s", "floor steps/s", "environment / floor (time)"):
             t.add_column(col, justify="right")
-        for name in ("state", "state+lidar"):
+        for name, agents in (("state_1_agent", "1"), ("state_2_agents", "2")):
             f = le[name]
-            t.add_row(name, f"{f['env_steps_per_s']:.1f}", f"{f['by_hand_steps_per_s']:.1f}",
-                      f"{f['cost_pct']:+.1f} %")
+            t.add_row(agents, f"{f['env_steps_per_s']:.1f}", f"{f['floor_steps_per_s']:.1f}",
+                      f"{f['env_over_floor']:.2f} x")
         console.print(t)
+        console.print(f"the environment with LiDAR observations: {le['lidar_env_steps_per_s']:.1f} steps/s")
         one, two = le["sessions_steps_per_s"]["1"], le["sessions_steps_per_s"]["2"]
         console.print(f"reset: p50 {le['reset_p50_ms']:.0f} ms, p95 {le['reset_p95_ms']:.0f} ms; "
                       f"sessions at once: "

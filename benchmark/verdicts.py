@@ -28,6 +28,10 @@ TARGETS = {
     "lockstep ROS / control only (learner loads the profile)": ("info", 0.0),
     "step_simulation learner / control channel alone": (">=", 0.5),
     "fake_game CPU (% of a core)": ("<=", 60.0),
+    "lockstep reply -> sim/barrier through ROS (ms)": ("<=", 7.0),
+    "held fake game, stream attached (cached renders): physics steps/s": (">=", 2000.0),
+    "learner environment time / its floor's time": ("<=", 1.10),
+    "learner environment with LiDAR observations: steps/s": (">=", 100.0),
     "remote / local messages, remote host loads fastdds_remote_host.xml": (">=", 0.99),
     "remote / local messages, remote host's defaults": ("info", 0.0),
 }
@@ -78,6 +82,18 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, float, str, bool | None]]:
         rows.append(("lockstep ROS / control only (default subscriber)", r["lockstep"]["default"]["ratio"]))
         rows.append(("lockstep ROS / control only (learner loads the profile)",
                      r["lockstep"]["profile"]["ratio"]))
+    if "lockstep" in r:
+        rows.append(("lockstep reply -> sim/barrier through ROS (ms)",
+                     r["lockstep"]["default"]["reply_to_barrier_ms"]))
+    if "gamerate" in r:
+        rows.append(("held fake game, stream attached (cached renders): physics steps/s",
+                     r["gamerate"]["stream_cached"]))
+    if "learn" in r:
+        for key, agents in (("state_1_agent", 1), ("state_2_agents", 2)):
+            rows.append((f"learner environment time / its floor's time ({agents} agent(s))",
+                         r["learn"][key]["env_over_floor"]))
+        rows.append(("learner environment with LiDAR observations: steps/s",
+                     r["learn"]["lidar_env_steps_per_s"]))
     for key, c in r.get("simcontrol", {}).items():
         agents, variant = key.split("_")
         rows.append((f"step_simulation learner / control channel alone ({agents} agent(s), {variant})",

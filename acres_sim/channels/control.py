@@ -7,8 +7,23 @@ episode log.
 
     {"op": "step", "steps": N}  -> {"ok": true, "step": S, "time_s": T}   (after the barriers)
         "paused_only": true refuses (code incorrect_state) while the world is playing
+        "summary": true adds "summary", what the request's steps did, for a reader that needs it
+        once per request rather than as every step's events (a learner, a judge):
+            {"step": [...], "sec": [...], "nanosec": [...]: each step's number and stamp,
+             "agents": {name: {"x", "y", "z", "yaw", "vx", "crushed_m2": [one per step]}}: the
+                 position (world frame), heading (rad), forward speed (body x, m/s) and the crop
+                 its wheels crushed in that step (m2, acres_interfaces/FarmEvent CROP_CRUSHED),
+             "contacts": [the Contacts messages of the steps that had any],
+             "states": the last step's AgentStates,
+             "latched": {"agents": Agents, "objects": WorldObjects}: those that changed after the
+                 request's "latched_since" (a revision; default -1: both),
+             "revision": the latched messages' revision now (the next request's "latched_since")}
+            The judge's whole input in the answer: no watch needed, no race with one.
+        A game without it answers without "summary" (a status without "step_summary" in its
+        "features"): read the watch feed instead. The real game's side of it is an open question.
     {"op": "pause"} / {"op": "play"} / {"op": "status"}  -> {"ok": true, ...} (status: the step, the
-        time, paused, the agents, and "watchers": how many watch connections hear the episode)
+        time, paused, the agents, "watchers": how many watch connections hear the episode, and
+        "features": what this game has beyond the first version of the channel, of FEATURES)
     {"op": "reset", "scope": "time" | "state" | "all" | "spawned"}  -> {"ok": true, "step", "time_s"}
         "seed": N (scope all only) starts every random process anew from seed N (the sensors'
         noise, the INS errors); without it they start from the seed they had
@@ -36,7 +51,9 @@ episode log.
         run repeats them until its stack answers the start)
     With a stepping token (fake_game --stepping-token: a scenario run owns the stepping), step,
     reset, pause, play and the replay's start and stop carry "token": T or are refused (locked).
-    {"op": "watch"}  -> {"ok": true}, then this connection carries events, one object per line:
+    {"op": "watch"}  -> {"ok": true}, then this connection carries events, one object per line
+        ("events": [names] asks for those alone: a reader of the latched messages is not sent
+        every step's states, farm events and stamps; the game does not even encode them for it):
         {"event": one of EVENTS, "body": {...}}
         (body: acres_interfaces Episode, Agents, WorldObjects, VehicleShifts, Conditions,
         FarmEvents, FarmStamps, Contacts, TaskStatus, visualization_msgs MarkerArray, AgentStates as
@@ -60,6 +77,8 @@ RESET_SCOPES = ("time", "state", "all", "spawned")
 OPS = ("step", "pause", "play", "status", "reset", "entities", "spawnables", "spawn", "delete",
        "set_shift", "set_conditions", "get_state", "set_state", "record_start", "record_stop",
        "replay_start", "replay_stop", "episode_status", "task", "republish", "watch")
+SUMMARY_LATCHED = ("agents", "objects")  # the latched messages a step's summary carries when changed
+FEATURES = ("step_summary", "watch_events")  # a step's "summary"; a watch's "events"
 STEPPING_OPS = ("step", "pause", "play", "reset", "replay_start", "replay_stop")  # the token's
 EVENTS = ("episode", "agents", "objects", "shifts", "conditions", "farm_events", "farm_stamps", "contacts",
           "task", "markers", "states", "recording", "replay")
@@ -177,6 +196,16 @@ def reset_seed(scope: str, value: Any) -> int | None:
     if scope != "all":
         raise BadRequest(f"a seed takes scope all (the world starts again), not {scope!r}")
     return value
+
+
+def watch_events(request: dict[str, Any]) -> frozenset[str] | None:
+    """The events a watch request asked for (None: every one)."""
+    value = request.get("events")
+    if value is None:
+        return None
+    if not isinstance(value, list) or not value or any(e not in EVENTS for e in value):
+        raise BadRequest(f"events must be a list of some of {', '.join(EVENTS)}, got {value!r}")
+    return frozenset(value)
 
 
 def file_name(value: Any) -> str:

@@ -49,6 +49,7 @@ class ControlRefused(RuntimeError):
 class StepDone:
     step: int  # the world step reached (the payload of that step's barriers)
     time_s: float  # world time of that step
+    summary: dict[str, Any] | None = None  # what the steps did, where asked and the game has it
 
 
 class ControlClient:
@@ -59,6 +60,7 @@ class ControlClient:
         self.token = token  # the stepping token of a world a scenario run owns (its runner's client)
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
+        self._latched_revision = -1  # of the latched messages the last step summary held
         self._buffer = bytearray()
 
     @property
@@ -71,11 +73,22 @@ class ControlClient:
 
     # -- the ops -------------------------------------------------------------------------------
 
-    def step(self, steps: int, paused_only: bool = True) -> StepDone:
+    def step(self, steps: int, paused_only: bool = True, summary: bool = False) -> StepDone:
         """Advance `steps` physics steps; returns after the game queued each stream's barrier.
-        paused_only: refuse (code incorrect_state) unless the world is paused."""
-        answer = self.request({"op": "step", "steps": int(steps), "paused_only": paused_only})
-        return StepDone(int(answer["step"]), float(answer["time_s"]))
+        paused_only: refuse (code incorrect_state) unless the world is paused; summary: the answer
+        holds what the steps did (acres_sim.channels.control), where the game has the feature."""
+        request: dict[str, Any] = {"op": "step", "steps": int(steps), "paused_only": paused_only}
+        if summary:  # the latched messages only when they changed since the last summary seen
+            request.update(summary=True, latched_since=self._latched_revision)
+        answer = self.request(request)
+        summarised = answer.get("summary")
+        if isinstance(summarised, dict):
+            self._latched_revision = int(summarised.get("revision", -1))
+        return StepDone(int(answer["step"]), float(answer["time_s"]), summarised)
+
+    def features(self) -> frozenset[str]:
+        """What the game has beyond the channel's first version (channels.control.FEATURES)."""
+        return frozenset(str(f) for f in self.request({"op": "status"}).get("features", ()))
 
     def pause(self) -> None:
         self.request({"op": "pause"})

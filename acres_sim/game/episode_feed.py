@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from acres_sim.channels.control import EVENTS
@@ -26,8 +26,11 @@ class EpisodeFeed:
     line about a malformed event or a lost connection (once per change)."""
 
     def __init__(self, port: int, on_event: OnEvent, on_problem: Callable[[str], None],
-                 host: str = "127.0.0.1"):
+                 host: str = "127.0.0.1", events: Sequence[str] | None = None):
         self._on_event = on_event
+        # the watch request: every event, or those named (a game with the watch_events feature)
+        self._request = json.dumps({"op": "watch", **({} if events is None else {"events": list(events)})},
+                                   separators=(",", ":")).encode() + b"\n"
         self._on_problem = on_problem
         self._handled = threading.Condition()
         self._handled_step = -1
@@ -59,7 +62,7 @@ class EpisodeFeed:
             self._on_problem(f"episode feed: control channel {self._loop.address} unreachable: {reason}")
 
     def _serve(self, sock: socket.socket) -> None:
-        sock.sendall(b'{"op":"watch"}\n')
+        sock.sendall(self._request)
         first = True
         for line in read_lines(sock, self._loop.stopping, MAX_EVENT_BYTES):
             if line is TOO_LONG:

@@ -82,6 +82,7 @@ class AcresParallelEnv(ParallelEnv):
         self.episodes = 0
         self.observed = tuple(dict.fromkeys(observations))
         self.steps_per_action = steps_per_action
+        self.metadata = {**self.metadata, "render_fps": PHYSICS_HZ / steps_per_action}
         self.render_mode = render_mode
         self.weights = weights(reward)
         self.lidar_columns, self.camera_size = int(lidar_columns), (int(camera_size[0]), int(camera_size[1]))
@@ -352,6 +353,8 @@ class AcresEnv(Env):
             raise ValueError(f"no agent {agent!r} a learner drives; the agents: {', '.join(agents)}")
         self.agent = agent
         self.render_mode = render_mode
+        # a frame per step: its rate is the world's steps per second
+        self.metadata = {**self.metadata, "render_fps": PHYSICS_HZ / self.parallel.steps_per_action}
         self.observation_space = self.parallel.observation_space(agent)
         self.action_space = self.parallel.action_space(agent)
 

@@ -26,7 +26,6 @@ from acres_sim.game.control_client import ControlClient
 from acres_sim.game.episode_feed import EpisodeFeed
 from acres_sim.game.vehicle_client import VehicleClient
 from acres_sim.learn.observations import range_image, resampled
-from acres_sim.scenario.criteria import CROP_CRUSHED
 from acres_sim.scenario.judge import Judge
 from acres_sim.scenario.model import Pose2D, Scenario
 from acres_sim.scenario.processes import GameProcess, start_fake_game
@@ -36,6 +35,7 @@ from acres_sim.stream.protocol import FrameType
 from acres_sim.stream.timing import PHYSICS_HZ
 
 READY_TIMEOUT_S = 120.0
+QUIET_FEED_EVENTS = ("episode",)  # a summarised session's feed: one latched message, no step's
 ANSWER_TIMEOUT_S = 60.0  # a step request, the vehicles' answers, a step's states and frames
 SPEED_KP, SPEED_KI = 1.0, 0.5  # vehicle_bridge's defaults
 
@@ -137,6 +137,8 @@ class LearnerSession:
         self.infos: dict[str, VehicleInfo] = {}
         self.reports: dict[str, VehicleReport] = {}
         self._info_ready = threading.Condition()
+        self._vehicle_news = threading.Condition()  # a Vehicle Bridge answered or reached a barrier
+        self._vehicle_steps: dict[str, int] = {}  # agent -> the world step of its last barrier
         self.game: GameProcess | None = None
         self.given = given
         self._lost = False  # the control channel failed: the session is over
@@ -145,6 +147,7 @@ class LearnerSession:
         self.sensors: dict[str, _Sensors] = {}
         self.speed = {a: SpeedController(SPEED_KP, SPEED_KI) for a in self.agents}
         self.recording = False
+        self.summarised = False  # the game answers each step request with its summary
         try:
             if given is None:
                 self.game = start_fake_game(self.agents, [a.vehicle for a in scenario.agents], scenario.seed,
@@ -160,12 +163,19 @@ class LearnerSession:
             except (ConnectionError, OSError) as exc:
                 raise SessionDied(f"no game answered on control port {ports.control_port} within "
                                   f"{timeout_s:g} s ({exc}){self._where()}") from None
-            self.feed = EpisodeFeed(ports.control_port, self._on_event, self._problems.append)
+            # A game with step summaries tells each step request what it did, the judge's bodies
+            # included: the feed then only shows that the game is there, not every step's events.
+            features = self._call(self.control.features)
+            self.summarised = "step_summary" in features
+            quiet = self.summarised and "watch_events" in features
+            self.feed = EpisodeFeed(ports.control_port, self._on_event, self._problems.append,
+                                    events=QUIET_FEED_EVENTS if quiet else None)
             self.feed.start()
             for agent, port in zip(self.agents, ports.vehicle_ports):
                 client = VehicleClient(port, on_info=lambda info, a=agent: self._on_info(a, info),
                                        on_report=lambda r, a=agent: self.reports.__setitem__(a, r),
-                                       on_barrier=lambda step, t: None, reconnect_min_s=0.1,
+                                       on_barrier=lambda step, t, a=agent: self._on_vehicle_barrier(a, step),
+                                       on_answer=self._on_vehicle_answer, reconnect_min_s=0.1,
                                        reconnect_max_s=0.5)
                 client.start()
                 self.vehicles[agent] = client
@@ -209,6 +219,8 @@ class LearnerSession:
                     self.judge.on_event(event, self._latched[event])
         assert self.feed is not None
         self.feed.forget_steps()
+        with self._vehicle_news:
+            self._vehicle_steps.clear()
         for sensors in self.sensors.values():
             sensors.forget()
         self._call(lambda: self.control.reset("all", seed=seed))
@@ -248,19 +260,31 @@ class LearnerSession:
                                                  gear=GEAR_DRIVE if forward else GEAR_REVERSE))
 
     def step(self, steps: int) -> float:
-        """Once the game holds every command: `steps` physics steps, their states judged and every
-        stream's frames in. The world time reached."""
+        """Once the game holds every command: `steps` physics steps, their states judged, every
+        vehicle's report of the last step and every stream's frames in. The world time reached."""
         self._check()
-        if not self._wait(lambda: all(v.all_answered for v in self.vehicles.values()), ANSWER_TIMEOUT_S):
+        if not self._wait_vehicles(lambda: all(v.all_answered for v in self.vehicles.values())):
             raise SessionDied("the game did not answer the vehicles' commands within "
                               f"{ANSWER_TIMEOUT_S:g} s{self._where()}")
-        with self._lock:
-            self.contacts = {a: 0 for a in self.agents}
-            self.crushed = {a: 0.0 for a in self.agents}
-        done = self._call(lambda: self.control.step(steps))
+        done = self._call(lambda: self.control.step(steps, summary=self.summarised))
         assert self.feed is not None
-        if not self.feed.wait_handled(done.step, ANSWER_TIMEOUT_S):
+        if done.summary is not None:
+            with self._lock:
+                for event, body in done.summary.get("latched", {}).items():
+                    self._latched[event] = body
+                    self.judge.on_event(event, body)
+                self.judge.on_summary(done.summary)
+                self.states = {a["name"]: a for a in done.summary["states"]["agents"]}
+        elif not self.feed.wait_handled(done.step, ANSWER_TIMEOUT_S):
             raise SessionDied(f"the states of step {done.step} did not come{self._where()}")
+        # the next command's pedals follow the last step's report: the same every run
+        reached = self._vehicle_steps
+        if not self._wait_vehicles(lambda: min(reached.get(a, -1) for a in self.agents) >= done.step):
+            raise SessionDied(f"the Vehicle Bridges did not reach step {done.step}{self._where()}")
+        with self._lock:  # the steps' contacts and crop as the judge read them
+            tally = self.judge.take_tally()
+            self.contacts = {a: tally.get(a, (0, 0.0))[0] for a in self.agents}
+            self.crushed = {a: tally.get(a, (0, 0.0))[1] for a in self.agents}
         for agent, sensors in self.sensors.items():
             if not sensors.wait_barrier(done.step, ANSWER_TIMEOUT_S):
                 raise SessionDied(f"{agent}'s sensor stream did not reach step {done.step}{self._where()}")
@@ -272,15 +296,6 @@ class LearnerSession:
         with self._lock:
             if event in ("agents", "objects"):
                 self._latched[event] = body
-            elif event == "contacts":
-                for c in body.get("contacts", []):
-                    for name in (c["agent"], c["other"]):
-                        if name in self.contacts:
-                            self.contacts[name] += 1
-            elif event == "farm_events":
-                for e in body.get("events", []):
-                    if e.get("kind") == CROP_CRUSHED and e.get("agent") in self.crushed:
-                        self.crushed[e["agent"]] += float(e.get("value", 0.0))
             elif event == "states":
                 self.states = {a["name"]: a for a in body.get("agents", [])}
             self.judge.on_event(event, body)
@@ -288,6 +303,28 @@ class LearnerSession:
     def latched_objects(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self._latched.get("objects", {}).get("objects", []))
+
+    def _on_vehicle_barrier(self, agent: str, step: int) -> None:
+        with self._vehicle_news:
+            self._vehicle_steps[agent] = step
+            self._vehicle_news.notify_all()
+
+    def _on_vehicle_answer(self) -> None:
+        with self._vehicle_news:
+            self._vehicle_news.notify_all()
+
+    def _wait_vehicles(self, done: Any) -> bool:
+        """Until done() holds after a Vehicle Bridge's news (False after ANSWER_TIMEOUT_S);
+        SessionDied as soon as the game is gone."""
+        deadline = time.monotonic() + ANSWER_TIMEOUT_S
+        with self._vehicle_news:
+            while not done():
+                left = deadline - time.monotonic()
+                if left <= 0.0:
+                    return False
+                if not self._vehicle_news.wait(min(left, 0.1)):
+                    self._check()
+        return True
 
     def _on_info(self, agent: str, info: VehicleInfo) -> None:
         with self._info_ready:

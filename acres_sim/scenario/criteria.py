@@ -1,6 +1,8 @@
 """The criteria a scenario is judged by (ROS-free): each one watches every physics step (the agents'
 states, the step's contacts and farm events, every body as it stands) and is decided, passed or
-failed, with its measured value, its limit and the world time it was decided at.
+failed, with its measured value, its limit and the world time it was decided at. A step request's
+summary hands them several steps at once (StepTrace: each step's poses, speeds and crop, without the
+rest of the states): the same values, step by step, the same verdicts at the same times.
 
 - no_collision {agent, with: [names] (default: anything)}: value the contacts (limit 0); failed at
   the first contact, else passed at the end.
@@ -20,6 +22,7 @@ An agent never under command by the scenario's start_timeout_s fails every crite
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +48,19 @@ class StepView:
     def position(self, agent: str) -> tuple[float, float]:
         p = self.states[agent]["pose"]["position"]
         return float(p["x"]), float(p["y"])
+
+
+@dataclass
+class StepTrace:
+    """What the criteria see of several physics steps at once (a step request's summary)."""
+
+    t: list[float]  # each step's time since the scenario started
+    agents: dict[str, dict[str, list[float]]]  # agent -> x, y, z, yaw, vx, crushed_m2: one per step
+    contacts: dict[int, list[dict[str, Any]]]  # index of a step -> its Contact dicts
+    body: Callable[[str, int], Solid | None]  # an entity's body at a step (None: not in the world)
+
+    def speed(self, agent: str, i: int) -> float:
+        return abs(float(self.agents[agent]["vx"][i]))
 
 
 @dataclass
@@ -80,6 +96,10 @@ class Criterion:
     def update(self, view: StepView) -> None:
         raise NotImplementedError
 
+    def update_trace(self, trace: StepTrace) -> None:
+        """update() for each step of the trace, in order (each kind reads only what it needs)."""
+        raise NotImplementedError
+
     def finish(self, t: float) -> None:
         """The run ended at world time t: every criterion still open is decided."""
         self.decide(True, t, "held to the end")
@@ -94,21 +114,21 @@ class NoCollision(Criterion):
         self.verdict.value, self.verdict.limit = 0.0, 0.0
 
     def update(self, view: StepView) -> None:
-        named = self.params.get("with")
-        mine = [c for c in view.contacts
-                if c["agent"] == self.agent and (named is None or c["other"] in named)]
-        # another agent that ran into this one (it stood): a contact of this one too
-        theirs = [c for c in view.contacts
-                  if c["other"] == self.agent and (named is None or c["agent"] in named)
-                  and not any(h["other"] == c["agent"] for h in mine)]
-        hits = mine + theirs
+        self._contacts(view.t, view.contacts)
+
+    def update_trace(self, trace: StepTrace) -> None:
+        for i in sorted(trace.contacts):
+            self._contacts(trace.t[i], trace.contacts[i])
+
+    def _contacts(self, t: float, contacts: list[dict[str, Any]]) -> None:
+        hits = contacts_of(self.agent, contacts, self.params.get("with"))
         if hits:
             self.verdict.value = float(self.verdict.value or 0.0) + len(hits)
             c = hits[0]
             other = c["other"] if c["agent"] == self.agent else c["agent"]
             p = c["position"]
-            self.decide(False, view.t, f"hit {other} at ({p['x']:.2f}, {p['y']:.2f}) at "
-                                       f"{c['relative_speed_mps']:.2f} m/s")
+            self.decide(False, t, f"hit {other} at ({p['x']:.2f}, {p['y']:.2f}) at "
+                                  f"{c['relative_speed_mps']:.2f} m/s")
 
 
 class Reach(Criterion):
@@ -120,7 +140,14 @@ class Reach(Criterion):
         self.start: float | None = None
 
     def update(self, view: StepView) -> None:
-        x, y = view.position(self.agent)
+        self._at(view.t, *view.position(self.agent))
+
+    def update_trace(self, trace: StepTrace) -> None:
+        mine = trace.agents[self.agent]
+        for t, x, y in zip(trace.t, mine["x"], mine["y"]):
+            self._at(t, float(x), float(y))
+
+    def _at(self, t: float, x: float, y: float) -> None:
         distance = math.hypot(x - float(self.params["x"]), y - float(self.params["y"]))
         if self.start is None:
             self.start = distance
@@ -128,10 +155,10 @@ class Reach(Criterion):
         if self.decided:
             return
         if distance <= self.radius:
-            self.verdict.value = view.t
-            self.decide(True, view.t, f"within {self.radius:g} m at {view.t:.2f} s")
-        elif view.t >= self.within_s:
-            self.decide(False, view.t, f"not there by {self.within_s:g} s (closest {self.closest:.2f} m)")
+            self.verdict.value = t
+            self.decide(True, t, f"within {self.radius:g} m at {t:.2f} s")
+        elif t >= self.within_s:
+            self.decide(False, t, f"not there by {self.within_s:g} s (closest {self.closest:.2f} m)")
 
     def finish(self, t: float) -> None:
         self.decide(False, t, f"not there by the end (closest {self.closest:.2f} m)")
@@ -152,11 +179,28 @@ class StopBefore(Criterion):
 
     def update(self, view: StepView) -> None:
         entity = self.params["entity"]
-        if any({c["agent"], c["other"]} == {self.agent, entity} for c in view.contacts):
+        self._contacts(view.t, view.contacts)
+        self._at(view.speed(self.agent), view.bodies.get(self.agent), view.bodies.get(entity))
+
+    def update_trace(self, trace: StepTrace) -> None:
+        entity, last = self.params["entity"], len(trace.t) - 1
+        for i, t in enumerate(trace.t):
+            self._contacts(t, trace.contacts.get(i, ()))
+            speed = trace.speed(self.agent, i)
+            # the gap counts while at rest, and at the end: the steps in between need none
+            if i == last or (speed < REST_MPS and not self.decided):
+                self._at(speed, trace.body(self.agent, i), trace.body(entity, i))
+            else:
+                self.at_rest = speed < REST_MPS
+
+    def _contacts(self, t: float, contacts: Any) -> None:
+        entity = self.params["entity"]
+        if any({c["agent"], c["other"]} == {self.agent, entity} for c in contacts):
             self.verdict.value = 0.0
-            self.decide(False, view.t, f"ran into {entity}")
-        body, other = view.bodies.get(self.agent), view.bodies.get(entity)
-        self.at_rest = view.speed(self.agent) < REST_MPS
+            self.decide(False, t, f"ran into {entity}")
+
+    def _at(self, speed: float, body: Solid | None, other: Solid | None) -> None:
+        self.at_rest = speed < REST_MPS
         if body is not None and other is not None:
             self.gap = clearance(body, other)
             if self.at_rest and not self.decided:
@@ -178,13 +222,41 @@ class MinClearance(Criterion):
         self.verdict.limit = float(self.params["limit"])
 
     def update(self, view: StepView) -> None:
-        body, other = view.bodies.get(self.agent), view.bodies.get(self.params["entity"])
+        self._at(view.t, view.bodies.get(self.agent), view.bodies.get(self.params["entity"]))
+
+    def update_trace(self, trace: StepTrace) -> None:
+        entity = self.params["entity"]
+        for i, t in enumerate(trace.t):
+            body, other = trace.body(self.agent, i), trace.body(entity, i)
+            if body is not None and other is not None and self.verdict.value is not None:
+                # a step whose gap cannot be below the least so far nor the limit changes nothing
+                floor = math.hypot(body.x - other.x, body.y - other.y) - _reach(body) - _reach(other)
+                if floor > max(self.verdict.value, float(self.verdict.limit or 0.0)) + 1e-9:
+                    continue
+            self._at(t, body, other)
+
+    def _at(self, t: float, body: Solid | None, other: Solid | None) -> None:
         if body is None or other is None:
             return
         gap = clearance(body, other)
         self.verdict.value = gap if self.verdict.value is None else min(self.verdict.value, gap)
         if gap < float(self.verdict.limit or 0.0):
-            self.decide(False, view.t, f"{gap:.3f} m from {self.params['entity']}")
+            self.decide(False, t, f"{gap:.3f} m from {self.params['entity']}")
+
+
+def contacts_of(agent: str, contacts: list[dict[str, Any]], named: Any = None) -> list[dict[str, Any]]:
+    """The contacts an agent had among a step's (with those `named` only, where given), each once:
+    its own, and another agent's that ran into it (it stood) unless it reported that one too."""
+    mine = [c for c in contacts if c["agent"] == agent and (named is None or c["other"] in named)]
+    theirs = [c for c in contacts
+              if c["other"] == agent and (named is None or c["agent"] in named)
+              and not any(h["other"] == c["agent"] for h in mine)]
+    return mine + theirs
+
+
+def _reach(body: Solid) -> float:
+    """How far the body's footprint reaches from its middle."""
+    return math.hypot(body.half_x, body.half_y) if body.is_box else body.radius
 
 
 class MaxCropCrushed(Criterion):
@@ -192,9 +264,16 @@ class MaxCropCrushed(Criterion):
         self.verdict.value, self.verdict.limit = 0.0, float(self.params["limit"])
 
     def update(self, view: StepView) -> None:
-        self.verdict.value = float(self.verdict.value or 0.0) + view.crushed_m2.get(self.agent, 0.0)
+        self._at(view.t, view.crushed_m2.get(self.agent, 0.0))
+
+    def update_trace(self, trace: StepTrace) -> None:
+        for t, crushed in zip(trace.t, trace.agents[self.agent]["crushed_m2"]):
+            self._at(t, float(crushed))
+
+    def _at(self, t: float, crushed_m2: float) -> None:
+        self.verdict.value = float(self.verdict.value or 0.0) + crushed_m2
         if self.verdict.value > float(self.verdict.limit or 0.0):
-            self.decide(False, view.t, f"{self.verdict.value:.3f} m2 of crop crushed")
+            self.decide(False, t, f"{self.verdict.value:.3f} m2 of crop crushed")
 
 
 class MaxSpeed(Criterion):
@@ -202,10 +281,16 @@ class MaxSpeed(Criterion):
         self.verdict.value, self.verdict.limit = 0.0, float(self.params["limit"])
 
     def update(self, view: StepView) -> None:
-        speed = view.speed(self.agent)
+        self._at(view.t, view.speed(self.agent))
+
+    def update_trace(self, trace: StepTrace) -> None:
+        for i, t in enumerate(trace.t):
+            self._at(t, trace.speed(self.agent, i))
+
+    def _at(self, t: float, speed: float) -> None:
         self.verdict.value = max(float(self.verdict.value or 0.0), speed)
         if speed > float(self.verdict.limit or 0.0):
-            self.decide(False, view.t, f"{speed:.2f} m/s")
+            self.decide(False, t, f"{speed:.2f} m/s")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ each judged agent's task status (acres_interfaces/TaskStatus as a dict) when it 
 at the end (report.py writes it).
 
 Events arrive in the game's order (episode_feed.py): a step's contacts and farm events before its
-states, so a step is judged when its states arrive.
+states, so a step is judged when its states arrive. A step request's summary (on_summary) judges
+its steps at once: the same criteria, step by step, from the summary's poses and speeds.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from acres_sim.bodies import Solid, object_body, vehicle_body
 from acres_sim.fake_game.world.farm_objects import kind_of
 from acres_sim.rotations import orientation_yaw
-from acres_sim.scenario.criteria import CROP_CRUSHED, Criterion, StepView, make
+from acres_sim.scenario.criteria import CROP_CRUSHED, Criterion, StepTrace, StepView, contacts_of, make
 from acres_sim.scenario.model import Scenario
 
 # acres_interfaces/TaskStatus states
@@ -40,6 +41,9 @@ class Judge:
         self.t = 0.0  # the scenario's time of the last step judged
         self.steps = 0
         self._last_step = -1  # the world step of the last states judged
+        # each agent's contacts (each once, as no_collision counts them) and crop crushed (m2) in
+        # the steps judged since the last take_tally(): a learner's reward reads what the verdicts do
+        self._tally: dict[str, tuple[int, float]] = {}
 
     # -- the feed ------------------------------------------------------------------------------
 
@@ -77,12 +81,71 @@ class Judge:
             if info is not None and "length_m" in info:
                 bodies[name] = _agent_solid(state, info)
         view = StepView(t, states, contacts, crushed, bodies)
+        for name in states:
+            self._count(name, len(contacts_of(name, contacts)), crushed.get(name, 0.0))
         self.t = t
         self.steps += 1
         for criterion in self.criteria:
             if criterion.agent in states:
                 criterion.update(view)
         self._tell(t)
+
+    def on_summary(self, summary: dict[str, Any]) -> None:
+        """A step request's summary (acres_sim.channels.control): its steps judged in order, each
+        once, from the scenario's start on (as their states would have been on the feed)."""
+        steps, secs, nanos = summary["step"], summary["sec"], summary["nanosec"]
+        kept: list[int] = []
+        times: list[float] = []
+        for i, step in enumerate(steps):
+            if step <= self._last_step:
+                continue
+            self._last_step = step
+            t = secs[i] + nanos[i] * 1e-9 - self.start_s
+            if t > 0.0:
+                kept.append(i)
+                times.append(t)
+        if not kept:
+            return
+        agents = {name: {k: [v[i] for i in kept] for k, v in trace.items()}
+                  for name, trace in summary["agents"].items()}
+        index = {steps[i]: j for j, i in enumerate(kept)}
+        contacts: dict[int, list[dict[str, Any]]] = {}
+        for message in summary.get("contacts", ()):
+            j = index.get(message.get("step"))
+            if j is not None:
+                contacts.setdefault(j, []).extend(message.get("contacts", []))
+
+        def body(name: str, j: int) -> Solid | None:
+            mine = agents.get(name)
+            if mine is None:
+                return self._objects.get(name)
+            info = self._bodies_of_agents.get(name)
+            if info is None or "length_m" not in info:
+                return None
+            return _vehicle_solid(name, mine["x"][j], mine["y"][j], mine["z"][j], mine["yaw"][j], info)
+
+        trace = StepTrace(times, agents, contacts, body)
+        for name, mine in agents.items():
+            hits = sum(len(contacts_of(name, c)) for c in contacts.values())
+            crushed = 0.0
+            for value in mine["crushed_m2"]:
+                crushed += value
+            self._count(name, hits, crushed)
+        self.t = times[-1]
+        self.steps += len(times)
+        for criterion in self.criteria:
+            if criterion.agent in agents:
+                criterion.update_trace(trace)
+        self._tell(self.t)
+
+    def _count(self, agent: str, contacts: int, crushed_m2: float) -> None:
+        before = self._tally.get(agent, (0, 0.0))
+        self._tally[agent] = (before[0] + contacts, before[1] + crushed_m2)
+
+    def take_tally(self) -> dict[str, tuple[int, float]]:
+        """Each agent's (contacts, crop crushed m2) in the steps judged since the last call."""
+        tally, self._tally = self._tally, {}
+        return tally
 
     # -- the end and the tasks -----------------------------------------------------------------
 
@@ -155,8 +218,12 @@ class Judge:
 def _agent_solid(state: dict[str, Any], info: dict[str, Any]) -> Solid:
     p = state["pose"]["position"]
     yaw = orientation_yaw(state["pose"]["orientation"])
-    return vehicle_body(state["name"], p["x"], p["y"], yaw, p["z"], info["length_m"], info["width_m"],
-                        info["height_m"], info["rear_overhang_m"])
+    return _vehicle_solid(state["name"], p["x"], p["y"], p["z"], yaw, info)
+
+
+def _vehicle_solid(name: str, x: float, y: float, z: float, yaw: float, info: dict[str, Any]) -> Solid:
+    return vehicle_body(name, x, y, yaw, z, info["length_m"], info["width_m"], info["height_m"],
+                        info["rear_overhang_m"])
 
 
 def _object_solid(o: dict[str, Any]) -> Solid:

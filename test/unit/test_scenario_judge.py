@@ -151,3 +151,66 @@ def test_the_junit_file_has_a_case_per_criterion_and_the_summary_a_line_each(jud
     assert "FAILED" in text
     assert "[FAIL] max_speed_mps(polaris, limit=3.0): 4 (limit 3) at 0.10 s 4.00 m/s" in text
     assert result["exit_code"] == 1 and not math.isnan(result["wall_time_s"])
+
+
+def _stopping_in_time() -> list[tuple[str, dict]]:
+    events = [("states", _states(100.0, 0.0, 0.0))]
+    for k in range(1, 41):
+        x, v = (0.1 * 2.0 * k, 2.0) if k <= 22 else (4.5, 0.0)
+        events += [("farm_events", {"events": [{"agent": "polaris", "kind": 0, "value": 0.01 * k}]}),
+                   ("states", _states(100.0 + 0.1 * k, x, v))]
+    return events
+
+
+def _into_the_bale() -> list[tuple[str, dict]]:
+    contact = {"agent": "polaris", "other": "bale1", "relative_speed_mps": 2.5,
+               "position": {"x": 9.25, "y": 0.0, "z": 0.6}}
+    events = []
+    for k in range(1, 61):
+        x = min(0.1 * 2.5 * k, 6.65)
+        if k >= 27:
+            events.append(("contacts", {"step": round((100.0 + 0.1 * k) * 120), "contacts": [contact]}))
+        events.append(("states", _states(100.0 + 0.1 * k, x, 2.5 if x < 6.65 else 0.0)))
+    return events
+
+
+def _too_fast_and_away() -> list[tuple[str, dict]]:
+    return [("states", _states(100.0 + 0.1 * k, -0.1 * 3.5 * k, -3.5)) for k in range(1, 101)]
+
+
+@pytest.mark.parametrize("drive", [_stopping_in_time, _into_the_bale, _too_fast_and_away])
+@pytest.mark.parametrize("chunk", [1, 7, 12])
+def test_a_step_requests_summary_is_judged_as_its_steps_are_one_by_one(tmp_path, drive, chunk):
+    """The game's StepSummary gathers the same events; its summaries of `chunk` steps each give the
+    judge the same verdicts, values, decision times and tallies as every step on the feed."""
+    from acres_sim.fake_game.simulation.step_summary import StepSummary
+
+    path = tmp_path / "judged.yaml"
+    path.write_text(SCENARIO)
+    judges = [Judge(load(path), 100.0, lambda status: None) for _ in range(2)]
+    for judge in judges:
+        judge.on_event("agents", {"agents": [INFO]})
+        judge.on_event("objects", {"objects": [BALE]})
+    per_step, summarised = judges
+    gathered, seen, last = StepSummary(), 0, -1
+    gathered.start(last)
+    tallies: list[list] = [[], []]
+    for event, body in drive():
+        per_step.on_event(event, body)
+        gathered.publish(event, body)
+        if event == "states":
+            seen += 1
+            last = body["step"]
+            if seen % chunk == 0:
+                summarised.on_summary(gathered.body())
+                tallies[0].append(per_step.take_tally())
+                tallies[1].append(summarised.take_tally())
+                gathered = StepSummary()
+                gathered.start(last)
+    summarised.on_summary(gathered.body())
+    assert _verdicts(summarised) == _verdicts(per_step)
+    assert tallies[0] == tallies[1] and per_step.take_tally() == summarised.take_tally()
+    for judge in judges:
+        judge.finish()
+    assert _verdicts(summarised) == _verdicts(per_step)
+    assert summarised.steps == per_step.steps

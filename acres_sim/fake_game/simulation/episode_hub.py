@@ -48,8 +48,11 @@ class EpisodeHub:
     def __init__(self) -> None:
         self._lock = threading.Lock()  # listeners come and go on other threads
         self._listeners: list[EpisodeListener] = []
+        self._gatherers: list[EpisodeListener] = []
         self.latched: dict[Topic, dict[str, Any]] = {EPISODE: {},
                                                      AGENTS: {"header": header(0.0), "agents": []}}
+        self.revision = 0  # counts the changes of the latched messages
+        self._changed: dict[str, int] = {}  # event -> the revision of its last change (0: as made)
         self.statuses: dict[str, dict[str, Any]] = {}  # event -> its body as it stands (recording)
         self.latest: dict[str, Any] | None = None  # the last AgentStates
         self.tap: EpisodeTap | None = None
@@ -67,11 +70,18 @@ class EpisodeHub:
     def set_latched(self, topic: Topic, message: dict[str, Any]) -> None:
         """A transient-local message changed (stamped with the world time of the change)."""
         self.latched[topic] = message
+        self.revision += 1
+        self._changed[topic.event] = self.revision
         if self.tap is not None:
             self.tap.latched(topic, message)
         self.publish(topic.event, message)
         for observer in self.observers:
             observer(topic, message)
+
+    def latched_since(self, revision: int, events: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+        """Those of `events` among the latched messages that changed after `revision`."""
+        return {t.event: m for t, m in self.latched.items()
+                if t.event in events and self._changed.get(t.event, 0) > revision}
 
     def set_status(self, event: str, status: dict[str, Any], body: dict[str, Any] | None = None) -> None:
         """A status a new listener gets too; body (default: the status) is what goes out now."""
@@ -104,10 +114,14 @@ class EpisodeHub:
             self.publish("states", latest)
         return -1 if latest is None else int(latest["step"])
 
-    def add_listener(self, listener: EpisodeListener) -> None:
-        """A new listener gets the latched messages, the statuses and the latest states at once."""
+    def add_listener(self, listener: EpisodeListener, catch_up: bool = True) -> None:
+        """A watcher: gets the latched messages, the statuses and the latest states at once, then
+        every message. Without catch_up (a step request's summary): every message from now on, and
+        it is not counted among the watchers."""
         with self._lock:
-            self._listeners.append(listener)
+            (self._listeners if catch_up else self._gatherers).append(listener)
+        if not catch_up:
+            return
         for topic, message in self.latched.items():
             listener.publish(topic.event, message)
         for event, status in self.statuses.items():
@@ -122,11 +136,12 @@ class EpisodeHub:
 
     def remove_listener(self, listener: EpisodeListener) -> None:
         with self._lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+            for listeners in (self._listeners, self._gatherers):
+                if listener in listeners:
+                    listeners.remove(listener)
 
     def publish(self, event: str, body: dict[str, Any]) -> None:
         with self._lock:
-            listeners = list(self._listeners)
+            listeners = self._listeners + self._gatherers
         for listener in listeners:
             listener.publish(event, body)

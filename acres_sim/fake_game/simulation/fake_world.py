@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acres_sim.channels.control import BadRequest, UnknownEntity
+from acres_sim.channels.control import SUMMARY_LATCHED, BadRequest, UnknownEntity
 from acres_sim.episode.cdr import CdrError
 from acres_sim.episode.log_file import CODEC, TASK
 from acres_sim.fake_game.simulation.collisions import Collisions
@@ -24,6 +24,7 @@ from acres_sim.fake_game.simulation.session import Session
 from acres_sim.fake_game.simulation.session_config import SessionConfig
 from acres_sim.fake_game.simulation.sinks import LogFn, OpenStream, OpenVehicle, stdout_log
 from acres_sim.fake_game.simulation.state_publisher import AgentStatePublisher
+from acres_sim.fake_game.simulation.step_summary import StepSummary
 from acres_sim.fake_game.simulation.world_requests import WorldRequests
 
 SOURCE = "fake_game"  # the Episode's source
@@ -72,6 +73,26 @@ class FakeWorld:
         """listener gets the episode, the agents, the recording and every step's agent states."""
         with self.session.holding():  # its first states are those of the step the world is at
             self.hub.add_listener(listener)
+
+    def step(self, steps: Any, paused_only: bool, summary: bool, latched_since: Any = -1) -> dict[str, Any]:
+        """A step request's answer: the step and time reached and, asked for, the steps' summary
+        with the judge's latched messages that changed after revision `latched_since`."""
+        if not summary:
+            step, time_s = self.session.step(steps, paused_only)
+            return {"step": step, "time_s": time_s}
+        if isinstance(latched_since, bool) or not isinstance(latched_since, int):
+            raise BadRequest(f"latched_since must be a revision number, got {latched_since!r}")
+        gathered = StepSummary()
+        self.hub.add_listener(gathered, catch_up=False)
+        try:
+            step, time_s = self.session.step(steps, paused_only, on_start=gathered.start)
+        finally:
+            self.hub.remove_listener(gathered)
+        with self.session.holding():
+            latched = self.hub.latched_since(latched_since, SUMMARY_LATCHED)
+            revision = self.hub.revision
+        return {"step": step, "time_s": time_s, "summary": {**gathered.body(), "latched": latched,
+                                                            "revision": revision}}
 
     def unwatch(self, listener: EpisodeListener) -> None:
         self.hub.remove_listener(listener)

@@ -77,6 +77,15 @@ class InsModel:
             self._att_err = phi * self._att_err + q * att_sigma * w[3:6]
         return w[6:]
 
+    def skip(self, t: float) -> None:
+        """An epoch nobody reads: the error processes advance as epoch() would advance them (the
+        same draws), nothing else is computed."""
+        if self._t is not None and t < self._t:
+            raise ValueError(f"INS epochs must come in increasing time: {t} after {self._t}")
+        if self.rng is not None:
+            self._advance(t)
+        self._t = t
+
     def shift_time(self, dt: float) -> None:
         """The world clock jumped by dt: epochs go on from the shifted time, the error state carries on."""
         if self._t is not None:

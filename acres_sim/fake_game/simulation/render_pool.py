@@ -95,6 +95,9 @@ class AgentRenders:
             stream.count_drop(kind)  # the flow control would drop it: skip the render as well
             return
         self._futures = [f for f in self._futures if not f.done()]
+        if not self._futures and self._served_from_cache(kind):
+            self._render(kind, t)  # bytes already made: no worker's round trip for a copy
+            return
         while len(self._futures) >= self.MAX_IN_FLIGHT:
             # The renderer is behind: the world waits for it, in short waits, so that stop is not
             # held up by a busy renderer.
@@ -123,6 +126,12 @@ class AgentRenders:
         except BaseException as exc:  # surface it: a broken renderer must not fail silently
             self._on_failure(kind, exc)
             raise
+
+    def _served_from_cache(self, kind: FrameType) -> bool:
+        if not self._cached:
+            return False
+        with self._cache_lock:
+            return len(self._cache.get(kind, ())) >= self.CACHED_RENDERS
 
     def _payload(self, kind: FrameType, t: float) -> bytes:
         if not self._cached:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -185,9 +185,11 @@ class Session:
 
     # -- requests (control channel) -----------------------------------------------------------
 
-    def step(self, steps: Any, paused_only: bool = False) -> tuple[int, float]:
+    def step(self, steps: Any, paused_only: bool = False,
+             on_start: Callable[[int], None] | None = None) -> tuple[int, float]:
         """Hold the world, advance it by steps, wait for the renders, queue the barriers.
-        paused_only: refuse (NotPaused) when the world is playing instead of holding it."""
+        paused_only: refuse (NotPaused) when the world is playing instead of holding it; on_start:
+        told the world step the request starts from, once the world is held for it."""
         steps = step_count(steps)
         with self._request_lock:
             with self._state:
@@ -198,6 +200,8 @@ class Session:
                 self._paused = True  # a step request leaves the world held, as the game does
                 self._anchor = None
             with self._world_lock:
+                if on_start is not None:
+                    on_start(self._step)
                 for _ in range(steps):
                     if self._stopping:
                         raise SessionEnded("the session is stopping")
@@ -356,10 +360,13 @@ class Session:
         stream.publish(FrameType.CLOCK, t, encode_clock(t + agent.clock_lead_s))
         if agent.ins is not None:
             for _ in range(agent.ins.due(step)):
-                # Computed with or without a client: the INS error model is a process in time,
-                # and the same seed must give the same epochs whenever a client connects.
-                values = agent.simulator.ins_values(t)
-                stream.publish(FrameType.INS, t, encode_ins(values))
+                # Without a client only the INS error model goes on (a process in time: the same
+                # seed gives the same epochs whenever a client connects); the truth, the UTM and
+                # the frame are made for a client alone.
+                if stream.connected:
+                    stream.publish(FrameType.INS, t, encode_ins(agent.simulator.ins_values(t)))
+                else:
+                    agent.simulator.skip_ins(t)
         assert self._pool is not None
         for schedule, kind, config in ((agent.lidar, FrameType.LIDAR, agent.hello.lidar),
                                        (agent.camera, FrameType.CAMERA, agent.hello.camera)):

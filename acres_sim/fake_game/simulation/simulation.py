@@ -232,6 +232,10 @@ class AgentSimulator:
         """(40,) float64: one INS epoch at world time t. Call with increasing t."""
         return self._ins.epoch(float(t), self.kinematics(t))
 
+    def skip_ins(self, t: float) -> None:
+        """The INS epoch at world time t, unread: its error model goes on as if it were read."""
+        self._ins.skip(float(t))
+
     def lidar_points(self, t_end: float) -> np.ndarray:
         """(columns, rings, 4) float32: the sweep that ends at t_end (the frame's stamp).
 

@@ -18,6 +18,7 @@ from typing import Any
 from acres_sim.channels.control import (
     BAD_REQUEST,
     ENDED,
+    FEATURES,
     FAILED,
     FILE_ERROR,
     LOCKED,
@@ -29,6 +30,7 @@ from acres_sim.channels.control import (
     entity_name,
     error_answer,
     state_answer,
+    watch_events,
 )
 from acres_sim.episode.log_file import EpisodeLogError
 from acres_sim.fake_game.simulation.fake_world import FakeWorld
@@ -40,16 +42,20 @@ MAX_QUEUED_EVENTS = 12288  # 34 s of steps at 120 Hz (farm events, stamps, state
 
 
 class _Watcher:
-    """One watch connection: events queued by the simulation, sent by a thread of its own."""
+    """One watch connection: events queued by the simulation, sent by a thread of its own; `events`:
+    the ones it asked for (None: all)."""
 
-    def __init__(self, conn: socket.socket, log: LogFn):
+    def __init__(self, conn: socket.socket, log: LogFn, events: frozenset[str] | None = None):
         self._conn = conn
         self._log = log
+        self._events = events
         self._queue: collections.deque[bytes] = collections.deque()
         self._ready = threading.Condition()
         self._closed = False
 
     def publish(self, event: str, body: dict[str, Any]) -> None:
+        if self._events is not None and event not in self._events:
+            return  # not asked for: not even encoded
         line = json.dumps({"event": event, "body": body}, separators=(",", ":")).encode() + b"\n"
         with self._ready:
             if self._closed:
@@ -127,9 +133,14 @@ class ControlServer(LoopbackServer):
                 if line is TOO_LONG:
                     self._reply(conn, error_answer(BAD_REQUEST,
                                                    f"request longer than {MAX_REQUEST_BYTES} bytes"))
-                elif _is_watch(line):
+                elif (watch := _watch_request(line)) is not None:
+                    try:
+                        events = watch_events(watch)
+                    except Refusal as exc:
+                        self._reply(conn, error_answer(exc.code, str(exc)))
+                        continue
                     self._reply(conn, {"ok": True})
-                    watcher = _Watcher(conn, self._log)
+                    watcher = _Watcher(conn, self._log, events)
                     threading.Thread(target=watcher.send_forever, name="control-watch", daemon=True).start()
                     self._world.watch(watcher)
                 else:
@@ -183,8 +194,9 @@ class ControlServer(LoopbackServer):
 
 
 def _step(world: FakeWorld, request: dict[str, Any]) -> dict[str, Any]:
-    step, time_s = world.session.step(request.get("steps"), boolean(request, "paused_only"))
-    return {"step": step, "time_s": time_s}  # the watchers have this step's states queued
+    # the watchers have this step's states queued
+    return world.step(request.get("steps"), boolean(request, "paused_only"), boolean(request, "summary"),
+                      request.get("latched_since", -1))
 
 
 def _set_state(world: FakeWorld, request: dict[str, Any]) -> dict[str, Any]:
@@ -226,7 +238,8 @@ _ANSWERS = {
     "step": _step,
     "pause": _paused,
     "play": _playing,
-    "status": lambda world, request: {**world.session.status(), "watchers": world.hub.listener_count},
+    "status": lambda world, request: {**world.session.status(), "watchers": world.hub.listener_count,
+                                      "features": list(FEATURES)},
     "reset": _reset,
     "entities": lambda world, request: {"entities": world.world.entities},
     "spawnables": lambda world, request: {"spawnables": world.world.spawnables()},
@@ -249,9 +262,9 @@ _ANSWERS = {
 assert set(_ANSWERS) | {"watch"} == set(OPS), "every op of the channel is answered"
 
 
-def _is_watch(line: bytes) -> bool:
+def _watch_request(line: bytes) -> dict[str, Any] | None:
     try:
         request = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
-        return False
-    return isinstance(request, dict) and request.get("op") == "watch"
+        return None
+    return request if isinstance(request, dict) and request.get("op") == "watch" else None
