@@ -6,6 +6,8 @@ ENV := source ./.acres_env.sh
 COLCON_PATHS := --base-paths . --build-base build --install-base install
 # colcon test must never hang CI: the whole suite gets this many seconds.
 TEST_TIMEOUT_S ?= 1800
+# A pytest -m expression: the tests to run (default all), e.g. TEST_MARKS="not ros_free".
+TEST_MARKS ?=
 
 .PHONY: bootstrap build test test-unit lint demo bench bench-detail bench-lio learn-curve soak clean
 
@@ -23,10 +25,10 @@ test: build
 	  rm -rf build/acres_sim/pytest.xml && \
 	  timeout --signal=INT --kill-after=30 $(TEST_TIMEOUT_S) \
 	    colcon test $(COLCON_PATHS) --packages-select acres_sim \
-	      --event-handlers console_direct+ --pytest-args -ra ; \
+	      --event-handlers console_direct+ --pytest-args -ra $(if $(TEST_MARKS),-m "$(TEST_MARKS)") ; \
 	  status=$$?; \
 	  colcon test-result --test-result-base build/acres_sim --verbose || status=1; \
-	  python3 tools/check_test_count.py build/acres_sim/pytest.xml || status=1; \
+	  python3 tools/check_test_count.py build/acres_sim/pytest.xml "$(TEST_MARKS)" || status=1; \
 	  exit $$status
 
 # The fast part from the source tree: unit tests (no process, socket or graph) and lint checks.

@@ -71,13 +71,43 @@ def _actions(k: int) -> np.ndarray:
     return np.array([0.15, 0.6 * np.sin(k / 10.0)], np.float32)
 
 
+def _cpu_s(pid: int) -> float:
+    """A process's CPU time so far (user + system, all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class _Cpu:
+    """CPU ms per step of the game and of this process over a measured stretch."""
+
+    def __init__(self, game_pid: int):
+        self.pid = game_pid
+        self.game, self.own = _cpu_s(game_pid), time.process_time()
+
+    def per_step(self, steps: int) -> tuple[float, float]:
+        return (1e3 * (_cpu_s(self.pid) - self.game) / steps, 1e3 * (time.process_time() - self.own) / steps)
+
+
+CPU: dict[str, tuple[float, float]] = {}  # the last run's (game, learner) CPU ms per step, by kind
+SENT: dict[Path, list[list[tuple[str, VehicleCommand]]]] = {}  # the last env run's commands, step by step
+
+
 def env_rate(scenario: Path, observations: list[str], steps: int, as_the_floor: bool = False) -> float:
     """as_the_floor: every episode ends by truncation at 200 steps, as the floor resets."""
     env = AcresParallelEnv(scenario, observations=observations)
     try:
         env.reset(seed=0)
+        sent: list[list[tuple[str, VehicleCommand]]] = SENT.setdefault(scenario, [])
+        sent.clear()
+        for agent, client in env._session.vehicles.items():  # what the floor sends again
+            def send(command: VehicleCommand, agent: str = agent, original=client.send) -> bool:
+                sent[-1].append((agent, command))
+                return original(command)
+            client.send = send
+        cpu = _Cpu(env._session.game.child.proc.pid)
         started, done = time.perf_counter(), 0
         while done < steps:
+            sent.append([])
             env.step({a: _actions(done) for a in env.agents})
             done += 1
             if as_the_floor and not env.agents and done % 200:
@@ -85,13 +115,17 @@ def env_rate(scenario: Path, observations: list[str], steps: int, as_the_floor: 
                                    "the floor's")
             if not env.agents:
                 env.reset()
-        return steps / (time.perf_counter() - started)
+        rate = steps / (time.perf_counter() - started)
+        CPU["env"] = cpu.per_step(steps)
+        return rate
     finally:
         env.close()
 
 
 def floor_rate(scenario: Path, steps: int) -> float:
-    """The same world and commands through the channels, only what a step must do."""
+    """The same world and the environment's last run's commands through the channels, only what a
+    step must do (a reset as the environment's: the world put together, one step standing)."""
+    commands = SENT[scenario]
     s = load(scenario)
     agents = [a.name for a in s.agents]
     folder = Path(tempfile.mkdtemp(prefix="acres_bench_floor_"))
@@ -116,13 +150,10 @@ def floor_rate(scenario: Path, steps: int) -> float:
             client.start()
         with news:
             news.wait_for(lambda: set(agents) <= described, 60.0)
-        control.reset("all", seed=0)
-        prepare_world(control, s)
-        started = time.perf_counter()
-        for k in range(steps):
-            a = _actions(k)
-            for client in clients.values():
-                client.send(VehicleCommand(steer_request_rad=0.59 * float(a[1]), throttle=float(a[0])))
+
+        def step(sending: list[tuple[str, VehicleCommand]]) -> None:
+            for agent, command in sending:
+                clients[agent].send(command)
             with news:
                 news.wait_for(lambda: all(c.all_answered for c in clients.values()), 60.0)
             done = control.step(12)
@@ -130,10 +161,22 @@ def floor_rate(scenario: Path, steps: int) -> float:
                 news.wait_for(lambda: all(barriers.get(a, -1) >= done.step for a in agents), 60.0)
             for agent in agents:
                 control.get_state(agent)
+
+        def reset(seed: int) -> None:
+            control.reset("all", seed=seed)
+            prepare_world(control, s)
+            step([(agent, VehicleCommand(brake=1.0)) for agent in agents])
+
+        reset(0)
+        cpu = _Cpu(game.child.proc.pid)
+        started = time.perf_counter()
+        for k in range(steps):
+            step(commands[k])
             if k % 200 == 199:  # as the environment's truncation at 20 s
-                control.reset("all", seed=k)
-                prepare_world(control, s)
-        return steps / (time.perf_counter() - started)
+                reset(k)
+        rate = steps / (time.perf_counter() - started)
+        CPU["floor"] = cpu.per_step(steps)
+        return rate
     finally:
         for client in clients.values():
             client.stop()
@@ -178,10 +221,16 @@ def measure_learn(steps: int = 200, resets: int = 20) -> dict:
         scenario.write_text(text)
         # in turns, three of each, the best of each: the machine's other work counts least there
         env = floor = 0.0
+        cpu: dict[str, tuple[float, float]] = {}
         for _ in range(3):
-            env = max(env, env_rate(scenario, ["state"], steps, as_the_floor=True))
-            floor = max(floor, floor_rate(scenario, steps))
-        out[name] = {"env_steps_per_s": env, "floor_steps_per_s": floor, "env_over_floor": floor / env}
+            rate = env_rate(scenario, ["state"], steps, as_the_floor=True)
+            if rate > env:
+                env, cpu["env"] = rate, CPU["env"]
+            rate = floor_rate(scenario, steps)
+            if rate > floor:
+                floor, cpu["floor"] = rate, CPU["floor"]
+        out[name] = {"env_steps_per_s": env, "floor_steps_per_s": floor, "env_over_floor": floor / env,
+                     "cpu_ms_per_step": {k: {"game": g, "learner": o} for k, (g, o) in cpu.items()}}
     out["lidar_env_steps_per_s"] = max(env_rate(GATE, ["state", "lidar"], steps) for _ in range(2))
     shutil.rmtree(folder, ignore_errors=True)
     times = sorted(reset_times(resets))
@@ -200,8 +249,11 @@ def main() -> None:
     r = measure_learn(args.steps, args.resets)
     for name in ("state_1_agent", "state_2_agents"):
         f = r[name]
+        c = f["cpu_ms_per_step"]
         print(f"{name:15s} environment {f['env_steps_per_s']:7.1f} steps/s, the floor "
-              f"{f['floor_steps_per_s']:7.1f} steps/s: {f['env_over_floor']:.2f} x the floor's time")
+              f"{f['floor_steps_per_s']:7.1f} steps/s: {f['env_over_floor']:.2f} x the floor's time; CPU ms "
+              f"per step, game + learner: {c['env']['game']:.2f} + {c['env']['learner']:.2f} against "
+              f"{c['floor']['game']:.2f} + {c['floor']['learner']:.2f}")
     print(f"state+lidar     environment {r['lidar_env_steps_per_s']:7.1f} steps/s")
     print(f"reset (state+lidar): p50 {r['reset_p50_ms']:.0f} ms, p95 {r['reset_p95_ms']:.0f} ms over "
           f"{r['resets']} resets")

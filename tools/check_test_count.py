@@ -5,7 +5,7 @@ under setuptools >= 72), it falls back to unittest, finds nothing, and reports s
 compares the JUnit file pytest wrote under colcon with what pytest collects from test/ directly,
 so a suite that silently runs nothing can never be green.
 
-Usage: python tools/check_test_count.py <junit xml written by colcon test>
+Usage: python tools/check_test_count.py <junit xml written by colcon test> [pytest -m expression]
 """
 
 from __future__ import annotations
@@ -19,13 +19,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def collected_count() -> int:
-    """How many tests pytest collects from test/ (0 when there are none)."""
+def collected_count(marks: str = "") -> int:
+    """How many tests pytest collects from test/ (with the -m expression `marks` where given; 0 when
+    there are none)."""
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "test"],
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         *(("-m", marks) if marks else ()), "test"],
         cwd=REPO, capture_output=True, text=True)
     tail = run.stdout.strip().splitlines()[-1:] or [""]
-    match = re.search(r"(\d+) tests? collected", tail[0])
+    match = re.search(r"(\d+)(?:/\d+)? tests? collected", tail[0])
     if match:
         return int(match.group(1))
     if run.returncode == 5 or "no tests collected" in tail[0]:
@@ -41,11 +43,11 @@ def junit_count(path: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
+    if len(argv) not in (2, 3):
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
     junit = Path(argv[1])
-    expected = collected_count()
+    expected = collected_count(argv[2] if len(argv) == 3 else "")
     if expected == 0:
         print("check_test_count: FAILED: pytest collects no test from test/; the suite is empty",
               file=sys.stderr)

@@ -184,42 +184,25 @@ class AcresParallelEnv(ParallelEnv):
         return out
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        """The stages in turn: the actions scaled (all checked before any is sent), every vehicle's
+        command sent (the scripted agents' too), the world stepped and judged, each agent's outcome
+        rewarded, observed and recorded."""
         if not self.agents:
             raise RuntimeError("step() after every agent's episode ended: call reset()")
-        commands = {a: self._scaled(a, actions.get(a)) for a in self.agents}  # all checked before any is sent
-        session = self._session
-        assert session is not None
-        dt = self.steps_per_action / PHYSICS_HZ
+        commands = {a: self._scaled(a, actions.get(a)) for a in self.agents}
         try:
-            for agent, (speed, steer) in commands.items():
-                session.command(agent, speed, steer, dt)
-            for agent in self.possible_agents:
-                if agent not in commands:
-                    session.command(agent, 0.0, 0.0, dt)  # its episode ended: it stands
-            for name, (steer, speed) in scripted_commands(self._drivers, session.states).items():
-                session.command(name, speed, steer, dt)
-            self._t = session.step(self.steps_per_action)
+            self._send(commands)
+            self._t = self._advance()
         except SessionDied as exc:
             return self._died(str(exc))
-        scenario_t = self._t - self._t0
         observations, rewards, terminations, truncations, infos = {}, {}, {}, {}, {}
         for agent in self.agents:
-            mine = [c for c in session.judge.criteria if c.agent == agent]
-            failed = any(c.verdict.passed is False for c in mine)
-            decided = failed or all(c.decided for c in mine)  # one failed criterion fails the task
-            newly = decided and not self._was_decided[agent]
-            self._was_decided[agent] = decided
-            distance = self._distance_to_target(agent)
-            state = session.states[agent]
-            outcome = StepOutcome(approach_m=self._distance[agent] - distance,
-                                  forward_m=float(state["speed_mps"]) * dt, contacts=session.contacts[agent],
-                                  crop_m2=session.crushed[agent], passed=newly and not failed,
-                                  failed=newly and failed)
-            self._distance[agent] = distance
+            outcome, decided = self._outcome(agent)
             rewards[agent] = reward(outcome, self.weights)
             self._returns[agent] += rewards[agent]
             observations[agent] = self._observe(agent)
             terminations[agent] = decided
+            scenario_t = self._t - self._t0
             truncations[agent] = not decided and scenario_t >= self.scenario.duration_s - 1e-9
             infos[agent] = {**self._criteria(agent), "reward_terms": outcome.terms(),
                             "return": self._returns[agent], "scenario_time_s": scenario_t}
@@ -227,6 +210,44 @@ class AcresParallelEnv(ParallelEnv):
                 self._tell(agent, rewards[agent])
         self.agents = [a for a in self.agents if not (terminations[a] or truncations[a])]
         return observations, rewards, terminations, truncations, infos
+
+    def _send(self, commands: Mapping[str, tuple[float, float]]) -> None:
+        """Each acting agent's (speed, steering); an agent whose episode ended stands; the scripted
+        agents follow their waypoints."""
+        session = self._session
+        assert session is not None
+        dt = self.steps_per_action / PHYSICS_HZ
+        for agent, (speed, steer) in commands.items():
+            session.command(agent, speed, steer, dt)
+        for agent in self.possible_agents:
+            if agent not in commands:
+                session.command(agent, 0.0, 0.0, dt)
+        for name, (steer, speed) in scripted_commands(self._drivers, session.states).items():
+            session.command(name, speed, steer, dt)
+
+    def _advance(self) -> float:
+        """steps_per_action physics steps, judged: the world time reached."""
+        assert self._session is not None
+        return self._session.step(self.steps_per_action)
+
+    def _outcome(self, agent: str) -> tuple[StepOutcome, bool]:
+        """What the step did for the agent as its reward counts it (from the judge's reading of the
+        step), and whether its task is decided (every criterion passed, or one failed)."""
+        session = self._session
+        assert session is not None
+        mine = [c for c in session.judge.criteria if c.agent == agent]
+        failed = any(c.verdict.passed is False for c in mine)
+        decided = failed or all(c.decided for c in mine)
+        newly = decided and not self._was_decided[agent]
+        self._was_decided[agent] = decided
+        distance = self._distance_to_target(agent)
+        dt = self.steps_per_action / PHYSICS_HZ
+        outcome = StepOutcome(approach_m=self._distance[agent] - distance,
+                              forward_m=float(session.states[agent]["speed_mps"]) * dt,
+                              contacts=session.contacts[agent], crop_m2=session.crushed[agent],
+                              passed=newly and not failed, failed=newly and failed)
+        self._distance[agent] = distance
+        return outcome, decided
 
     def _tell(self, agent: str, reward_: float) -> None:
         """The agent's TaskStatus of this step into the episode log (a recording environment)."""

@@ -18,6 +18,8 @@ from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
 from acres_sim.game.control_client import ControlClient, ControlRefused
 from acres_sim.game.episode_feed import EpisodeFeed
 
+pytestmark = pytest.mark.ros_free  # no ROS graph nor message: CI runs it on one distribution
+
 EAST, WEST = (0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 1.0, 0.0)
 POLARIS = VEHICLE_PARAMS["polaris"]
 FRONT_M = POLARIS.length_m - POLARIS.rear_overhang_m  # base_footprint to the front of the body

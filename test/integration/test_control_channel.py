@@ -14,6 +14,8 @@ from support.fake_game import FakeGame
 from acres_sim.channels import control as channel
 from acres_sim.game.control_client import ControlClient, ControlRefused
 
+pytestmark = pytest.mark.ros_free  # no ROS graph nor message: CI runs it on one distribution
+
 
 @pytest.fixture(scope="module")
 def game():

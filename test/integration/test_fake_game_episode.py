@@ -24,6 +24,8 @@ from acres_sim.game.vehicle_client import VehicleClient
 from acres_sim.stream.protocol import FrameType
 from harness.processes import Proc
 
+pytestmark = pytest.mark.ros_free  # no ROS graph nor message: CI runs it on one distribution
+
 AGENTS = ("polaris", "maxxum")
 # A recording starts with the episode, the agents, the objects, the shifts and the conditions, and
 # the state the world is in (clock, states); every step adds clock, farm events, farm stamps, states.

@@ -20,6 +20,8 @@ from acres_sim.stream.protocol import FrameType
 
 from acres_sim.stream.hello import parse_hello
 
+pytestmark = pytest.mark.ros_free  # no ROS graph nor message: CI runs it on one distribution
+
 
 @pytest.fixture
 def games():

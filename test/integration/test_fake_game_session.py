@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.ros_free  # no ROS graph nor message: CI runs it on one distribution
+
 
 def test_render_threads_per_agent_by_mode_or_as_asked():
     import os

@@ -24,6 +24,8 @@ from acres_sim.stream.protocol import FrameType, decode_clock, decode_ins
 
 from acres_sim.stream.hello import parse_hello
 
+pytestmark = pytest.mark.ros_free  # no ROS graph nor message: CI runs it on one distribution
+
 # The "Python Reader" example of the protocol page (Sensor Stream), verbatim; only the port changes.
 PAGE_READER = textwrap.dedent('''\
     import json

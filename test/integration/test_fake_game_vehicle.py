@@ -16,6 +16,8 @@ from support.vehicle_channel import step
 
 from acres_sim.channels.vehicle import VehicleCommand, VehicleReport
 
+pytestmark = pytest.mark.ros_free  # no ROS graph nor message: CI runs it on one distribution
+
 DT = 1.0 / 120.0
 
 

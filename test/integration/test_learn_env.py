@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.ros_free  # no ROS graph nor message: CI runs it on one distribution
+
 gymnasium = pytest.importorskip("gymnasium", reason="gymnasium is not installed (the learners' extra)")
 
 import acres_sim.learn  # noqa: E402,F401 -- registers acres_sim/Scenario-v0

@@ -24,6 +24,8 @@ from acres_sim.stream.timing import PHYSICS_HZ
 from support.fake_game import FakeGame, FeedEvents
 from support.learn_scenarios import GATE, REPO
 
+pytestmark = pytest.mark.ros_free  # no ROS graph nor message: CI runs it on one distribution
+
 SCENARIOS = sorted((REPO / "scenarios").glob("*.yaml"))
 
 

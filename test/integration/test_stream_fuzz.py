@@ -8,6 +8,7 @@ budget; for a longer run: ACRES_FUZZ_EXAMPLES=20000 pytest test/test_stream_fuzz
 
 from __future__ import annotations
 
+import pytest
 import os
 import socket
 import threading
@@ -20,6 +21,8 @@ from acres_sim.stream.payloads import decode_payload
 from acres_sim.stream.hello import parse_hello
 from acres_sim.stream.protocol import FrameType, ProtocolError
 from acres_sim.stream.frame_reader import FrameReader, FrameSkipped, StreamDesync
+
+pytestmark = pytest.mark.ros_free  # no ROS graph nor message: CI runs it on one distribution
 
 EXAMPLES = int(os.environ.get("ACRES_FUZZ_EXAMPLES", "150"))
 MAX_PAYLOAD = 4096

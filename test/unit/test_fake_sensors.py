@@ -108,3 +108,17 @@ def test_post_projects_where_the_camera_model_says(polaris, ahead_left):
         assert abs(cols.mean() - u) < 1.5, f"post drawn at {cols.mean():.1f}, model says {u:.1f}"
         b, g, r = image[row_i, col_i].astype(int)
         assert r > g > b  # the orange of the post
+
+
+def test_ins_epochs_nobody_read_leave_the_later_ones_as_if_each_had_been_read(polaris):
+    """Without a stream client the game only advances the INS's error model (skip_ins): a client
+    that connects later gets the epochs one connected all along got."""
+    read, skipped = (AgentSimulator(polaris, seed=7) for _ in range(2))
+    times = [k / 100.0 for k in range(1, 60)]
+    for t in times[:40]:
+        read.ins_values(t)
+        skipped.skip_ins(t)
+    later = [(read.ins_values(t), skipped.ins_values(t)) for t in times[40:]]
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in later)
+    noisy = AgentSimulator(polaris, seed=7)
+    assert not np.array_equal(noisy.ins_values(times[40]), later[0][0], equal_nan=True)  # the model moves on
