@@ -130,7 +130,8 @@ def print_report(r: dict[str, Any]) -> None:
         le = r["learn"]
         t = Table(title="The learners' environment against its floor, the channels doing only what a step "
                         "must (env steps of 12 physics steps, state observations)")
-        for col in ("agents", "environment steps/s", "floor steps/s", "environment / floor (time, median of 5)"):
+        for col in ("agents", "environment steps/s", "floor steps/s",
+                    "environment / floor (time, median of 5)"):
             t.add_column(col, justify="right")
         for name, agents in (("state_1_agent", "1"), ("state_2_agents", "2")):
             f = le[name]
