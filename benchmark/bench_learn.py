@@ -7,7 +7,8 @@
   must (every agent's command held, 12 physics steps, every vehicle's barrier, every agent's state by
   get_state; the commands the environment sent, sent again), five rounds in turns in one run: the
   median of the rounds' time ratios, each's best rate, and the CPU per step of the game and of the
-  learner's process. With LiDAR observations (full renders): steps/s.
+  learner's process. With LiDAR observations (full renders): steps/s. Beside them, where installed,
+  MetaDrive's env steps/s (benchmark.bench_peers).
 - reset(): wall time of each reset of a running environment (the game's reset, the scenario's world
   put together, one command period standing), p50 and p95.
 - Aggregate environment steps/s of 1 and 2 environments stepped at once (each its own game and
@@ -39,6 +40,7 @@ from acres_sim.learn import AcresEnv, AcresParallelEnv
 from acres_sim.scenario.processes import start_fake_game
 from acres_sim.scenario.scenario_file import load
 from acres_sim.scenario.world_setup import prepare_world, wait_for_game
+from benchmark.bench_peers import metadrive_rate
 
 GATE = Path(__file__).resolve().parents[1] / "scenarios" / "drive_to_the_gate.yaml"
 ONE = """acres_scenario: 1
@@ -239,6 +241,7 @@ def measure_learn(steps: int = 200, resets: int = 20) -> dict:
                                              "learner": statistics.median(o for _, o in v)}
                                          for k, v in cpu.items()}}
     out["lidar_env_steps_per_s"] = max(env_rate(GATE, ["state", "lidar"], steps) for _ in range(2))
+    out["metadrive_steps_per_s"] = metadrive_rate()  # None where it is not installed
     shutil.rmtree(folder, ignore_errors=True)
     times = sorted(reset_times(resets))
     out["reset_p50_ms"] = 1000.0 * statistics.median(times)
@@ -263,6 +266,11 @@ def main() -> None:
               f"per step, game + learner: {c['env']['game']:.2f} + {c['env']['learner']:.2f} against "
               f"{c['floor']['game']:.2f} + {c['floor']['learner']:.2f}")
     print(f"state+lidar     environment {r['lidar_env_steps_per_s']:7.1f} steps/s")
+    peer = r["metadrive_steps_per_s"]
+    print("MetaDrive       not installed (pip install metadrive-simulator==0.4.3)" if peer is None else
+          f"MetaDrive       {peer:7.1f} steps/s (state + LiDAR): ours state / it "
+          f"{r['state_1_agent']['env_steps_per_s'] / peer:.2f}, ours LiDAR / it "
+          f"{r['lidar_env_steps_per_s'] / peer:.2f}")
     print(f"reset (state+lidar): p50 {r['reset_p50_ms']:.0f} ms, p95 {r['reset_p95_ms']:.0f} ms over "
           f"{r['resets']} resets")
     one, two = r["sessions_steps_per_s"]["1"], r["sessions_steps_per_s"]["2"]

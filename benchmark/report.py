@@ -139,6 +139,9 @@ def print_report(r: dict[str, Any]) -> None:
                       f"{f['env_over_floor']:.2f} x")
         console.print(t)
         console.print(f"the environment with LiDAR observations: {le['lidar_env_steps_per_s']:.1f} steps/s")
+        peer = le.get("metadrive_steps_per_s")
+        console.print("MetaDrive: not installed (pip install metadrive-simulator==0.4.3)" if peer is None else
+                      f"MetaDrive (state + 240-beam LiDAR, light traffic): {peer:.1f} steps/s")
         one, two = le["sessions_steps_per_s"]["1"], le["sessions_steps_per_s"]["2"]
         console.print(f"reset: p50 {le['reset_p50_ms']:.0f} ms, p95 {le['reset_p95_ms']:.0f} ms; "
                       f"sessions at once: "

@@ -32,6 +32,8 @@ TARGETS = {
     "held fake game, stream attached (cached renders): physics steps/s": (">=", 2000.0),
     "learner environment time / its floor's time": ("<=", 1.10),
     "learner environment with LiDAR observations: steps/s": (">=", 100.0),
+    "learner environment, state / MetaDrive steps/s": (">=", 1.0),
+    "learner environment, LiDAR / MetaDrive steps/s": (">=", 1.0 / 3.0),
     "remote / local messages, remote host loads fastdds_remote_host.xml": (">=", 0.99),
     "remote / local messages, remote host's defaults": ("info", 0.0),
 }
@@ -94,6 +96,12 @@ def verdicts(r: dict[str, Any]) -> list[tuple[str, float, str, bool | None]]:
                          r["learn"][key]["env_over_floor"]))
         rows.append(("learner environment with LiDAR observations: steps/s",
                      r["learn"]["lidar_env_steps_per_s"]))
+        peer = r["learn"].get("metadrive_steps_per_s")
+        if peer:
+            rows.append(("learner environment, state / MetaDrive steps/s",
+                         r["learn"]["state_1_agent"]["env_steps_per_s"] / peer))
+            rows.append(("learner environment, LiDAR / MetaDrive steps/s",
+                         r["learn"]["lidar_env_steps_per_s"] / peer))
     for key, c in r.get("simcontrol", {}).items():
         agents, variant = key.split("_")
         rows.append((f"step_simulation learner / control channel alone ({agents} agent(s), {variant})",
