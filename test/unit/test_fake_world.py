@@ -620,3 +620,26 @@ def test_culling_is_exact_for_any_scene_and_origin(prims, ox, oy, oz, yaw, pitch
     culled, full = (cast(s, lidar.bundle, origin, rotation, 60.0) for s in (scene, everything))
     assert np.array_equal(culled.distance, full.distance)
     assert np.array_equal(culled.material, full.material)
+
+
+def test_the_ground_of_one_point_is_the_vectorised_grounds_bit_for_bit():
+    """Scene.ground_cell (plain floats, a vehicle's wheels at every step) against ground_cells
+    (numpy, the renders): the same material and field everywhere, across the road's, the fields'
+    and the rows' edges."""
+    from acres_sim.fake_game.world.scene import default_scene
+
+    scene = default_scene()
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.uniform(-90.0, 90.0, 20000), np.repeat([0.0, 37.0, -41.2], 200)])
+    y = np.concatenate([rng.uniform(-60.0, 90.0, 20000), np.linspace(30.0, 42.0, 600)])
+    route = scene.route
+    edges = [route.half_y_m + d for d in (-2.5, 2.5)] + [scene.north_field_y_m]
+    x = np.concatenate([x, np.linspace(-5.0, 5.0, 300)])
+    y = np.concatenate([y, np.repeat(edges, 100)])
+    materials, fields = scene.ground_cells(x, y)
+    one_by_one = [scene.ground_cell(float(a), float(b)) for a, b in zip(x, y)]
+    assert [m for m, _ in one_by_one] == materials.tolist()
+    assert [f for _, f in one_by_one] == fields.tolist()
+    assert set(materials.tolist()) >= {MAT["road"], MAT["grass"], MAT["crop"], MAT["soil"]}
+    distances = route.signed_distance(x, y)
+    assert [route.signed_distance_at(float(a), float(b)) for a, b in zip(x, y)] == distances.tolist()

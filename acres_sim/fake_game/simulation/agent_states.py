@@ -17,8 +17,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from acres_sim.fake_game.simulation.vehicle_model import GRAVITY, VehicleModel, VehicleParams
 from acres_sim.fake_game.world.materials import MAT
 from acres_sim.fake_game.world.motion import DriveKnot
@@ -38,20 +36,21 @@ LEDGER_FIELDS = ("traction_j", "brake_j", "rolling_j", "drag_j", "slip_j", "late
                  "ground_loss_j")
 
 
-def wheel_points(params: VehicleParams, knot: DriveKnot) -> tuple[np.ndarray, np.ndarray]:
+def wheel_points(params: VehicleParams, knot: DriveKnot) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """World x, y of the four wheels (front left, front right, rear left, rear right): base_footprint
-    is the middle of the rear axle."""
+    is the middle of the rear axle. Plain floats: every step asks for four points."""
     c, s = math.cos(knot.yaw), math.sin(knot.yaw)
     half = 0.5 * params.track_m
-    forward = np.array([params.wheelbase_m, params.wheelbase_m, 0.0, 0.0])
-    left = np.array([half, -half, half, -half])
-    return knot.x + c * forward - s * left, knot.y + s * forward + c * left
+    wheelbase = params.wheelbase_m
+    offsets = ((wheelbase, half), (wheelbase, -half), (0.0, half), (0.0, -half))
+    return (tuple(knot.x + c * forward - s * left for forward, left in offsets),
+            tuple(knot.y + s * forward + c * left for forward, left in offsets))
 
 
 def wheel_ground(scene: Scene, params: VehicleParams, knot: DriveKnot) -> tuple[list[int], list[int]]:
     """Surface class and crop field id under each wheel."""
-    materials, fields = scene.ground_cells(*wheel_points(params, knot))
-    return [_SURFACE_OF_MATERIAL.get(int(m), SURFACE_UNKNOWN) for m in materials], [int(f) for f in fields]
+    cells = [scene.ground_cell(x, y) for x, y in zip(*wheel_points(params, knot))]
+    return [_SURFACE_OF_MATERIAL.get(m, SURFACE_UNKNOWN) for m, _ in cells], [f for _, f in cells]
 
 
 class EnergyLedger:

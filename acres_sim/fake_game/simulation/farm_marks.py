@@ -18,8 +18,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from acres_sim.fake_game.simulation.agent_states import (
     SURFACE_CROP,
     SURFACE_GRASS,
@@ -46,7 +44,8 @@ class FarmMarks:
 
     stamps: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
-    _last: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # agent -> wheel x, y
+    # agent -> its wheels' x and y at the last step
+    _last: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = field(default_factory=dict)
 
     def forget(self) -> None:
         """After a reset or a placement nothing rolled from where the wheels were."""

@@ -59,12 +59,14 @@ class InsModel:
         self._t: float | None = None
         self._pos_err = np.zeros(3)
         self._att_err = np.zeros(3)  # roll, pitch, heading, rad
+        n = self.noise  # the Gauss-Markov processes' sigmas, once (100 epochs a second)
+        self._sigmas = (np.radians([n.roll_pitch_deg, n.roll_pitch_deg, n.heading_deg]),
+                        np.asarray(n.position_gm_m))
 
     def _advance(self, t: float) -> np.ndarray:
         """Step the Gauss-Markov states to t; returns the white-noise draws of this epoch."""
         n = self.noise
-        att_sigma = np.radians([n.roll_pitch_deg, n.roll_pitch_deg, n.heading_deg])
-        gm_sigma = np.asarray(n.position_gm_m)
+        att_sigma, gm_sigma = self._sigmas
         w = self.rng.standard_normal(18)
         if self._t is None:
             self._pos_err = gm_sigma * w[0:3]  # start in the stationary distribution

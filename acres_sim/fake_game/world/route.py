@@ -78,6 +78,16 @@ class LoopRoute:
             s -= length
         raise AssertionError("unreachable: the last segment takes any remainder")
 
+    def signed_distance_at(self, x: float, y: float) -> float:
+        """signed_distance of one point in plain floats (the same operations: the same value), for
+        the few points a step asks about (a vehicle's wheels)."""
+        r = self.corner_radius_m
+        qx = abs(x) - (self.half_x_m - r)
+        qy = abs(y) - (self.half_y_m - r)
+        inside = min(max(qx, qy), 0.0)
+        qx, qy = max(qx, 0.0), max(qy, 0.0)
+        return math.sqrt(qx * qx + qy * qy) + inside - r
+
     def signed_distance(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Signed distance of points from the loop's centre line (negative inside), vectorised."""
         x, y = np.asarray(x), np.asarray(y)

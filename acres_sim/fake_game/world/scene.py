@@ -308,6 +308,23 @@ class Scene:
         fields[on_track] = 0
         return self.ground_material(x, y, sd), fields
 
+    def ground_cell(self, x: float, y: float) -> tuple[int, int]:
+        """ground_cells of one point in plain floats (the same tests on the same values)."""
+        sd = self.route.signed_distance_at(x, y)
+        road = self.road_half_width_m
+        north = y > self.north_field_y_m and abs(x) < self.north_field_half_x_m
+        if abs(sd) <= road:
+            return int(MAT["road"]), 0
+        if sd < -road:
+            field = 1
+        else:
+            field = 2 if north else 0
+        if not (sd < -road or north):
+            return int(MAT["grass"]), field
+        u = x * (1.0 / self.row_spacing_m)
+        u -= math.floor(u)
+        return int(MAT["crop"] if u < self.row_plant_fraction else MAT["soil"]), field
+
     def ground_material(self, x: np.ndarray, y: np.ndarray, sd: np.ndarray | None = None) -> np.ndarray:
         """Material index of the ground at world (x, y), vectorised (sd: the route's signed distance
         there, if known; it is changed in place)."""
