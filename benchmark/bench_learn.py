@@ -146,8 +146,8 @@ def floor_rate(scenario: Path, steps: int) -> float:
     clients = {a: VehicleClient(port, on_info=lambda info, a=a: told(described.add(a)),
                                 on_report=lambda r: None,
                                 on_barrier=lambda step, t, a=a: told(barriers.__setitem__(a, step)),
-                                on_answer=told) for a, port in zip(agents, game.vehicle_ports)}
-    control = ControlClient(game.control_port)
+                                on_answer=told) for a, port in zip(agents, game.ports.vehicle_ports)}
+    control = ControlClient(game.ports.control_port)
     try:
         wait_for_game(control, 60.0)
         for client in clients.values():

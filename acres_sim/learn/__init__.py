@@ -5,7 +5,7 @@ environment is a pettingzoo.ParallelEnv where pettingzoo is installed."""
 from gymnasium.envs.registration import register, registry
 
 from acres_sim.learn.env import AcresEnv, AcresParallelEnv
-from acres_sim.learn.session import GamePorts
+from acres_sim.scenario.processes import GamePorts
 
 ENV_ID = "acres_sim/Scenario-v0"
 if ENV_ID not in registry:

@@ -34,7 +34,7 @@ from gymnasium.utils import seeding
 from acres_sim.fake_game.simulation.vehicles import vehicle_hello
 from acres_sim.learn.observations import STATE_FIELDS, state_vector
 from acres_sim.learn.rewards import StepOutcome, reward, weights
-from acres_sim.learn.session import READY_TIMEOUT_S, GamePorts, LearnerSession, SessionDied
+from acres_sim.learn.session import READY_TIMEOUT_S, GamePorts, LearnerSession, SessionFailed
 from acres_sim.scenario.model import Pose2D, Scenario
 from acres_sim.scenario.scenario_file import load
 from acres_sim.scenario.scripted import WaypointDriver, scripted_commands
@@ -193,7 +193,7 @@ class AcresParallelEnv(ParallelEnv):
         try:
             self._send(commands)
             self._t = self._advance()
-        except SessionDied as exc:
+        except SessionFailed as exc:
             return self._died(str(exc))
         observations, rewards, terminations, truncations, infos = {}, {}, {}, {}, {}
         for agent in self.agents:
@@ -254,7 +254,7 @@ class AcresParallelEnv(ParallelEnv):
         assert self._session is not None
         try:
             self._session.task(self._session.judge.task_status(agent, reward_, self._returns[agent]))
-        except SessionDied:
+        except SessionFailed:
             pass  # the next step says so
 
     def _died(self, why: str) -> tuple[dict, dict, dict, dict, dict]:

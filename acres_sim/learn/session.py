@@ -14,7 +14,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from acres_sim.game.vehicle_client import VehicleClient
 from acres_sim.learn.observations import range_image, resampled
 from acres_sim.scenario.judge import Judge
 from acres_sim.scenario.model import Pose2D, Scenario
-from acres_sim.scenario.processes import GameProcess, start_fake_game
+from acres_sim.scenario.processes import GamePorts, GameProcess, SessionFailed, start_fake_game
 from acres_sim.scenario.world_setup import prepare_world, wait_for_game
 from acres_sim.stream.client import Frame, StreamClient
 from acres_sim.stream.protocol import FrameType
@@ -38,50 +37,6 @@ READY_TIMEOUT_S = 120.0
 QUIET_FEED_EVENTS = ("episode",)  # a summarised session's feed: one latched message, no step's
 ANSWER_TIMEOUT_S = 60.0  # a step request, the vehicles' answers, a step's states and frames
 SPEED_KP, SPEED_KI = 1.0, 0.5  # vehicle_bridge's defaults
-
-
-class SessionDied(RuntimeError):
-    """The game went away or stopped answering: the message says what and where its output is."""
-
-
-@dataclass(frozen=True)
-class GamePorts:
-    """A game already running on this host (its sockets listen on 127.0.0.1): its control channel's
-    port, and each agent's sensor-stream and Vehicle Bridge port in the scenario's order of agents."""
-
-    control_port: int
-    ports: tuple[int, ...]
-    vehicle_ports: tuple[int, ...]
-
-    @classmethod
-    def of(cls, value: GamePorts | Mapping[str, Any], agents: Sequence[str]) -> GamePorts:
-        """From itself or a mapping with the same keys (what gymnasium.make and RLlib's env_config
-        pass on), a port each for `agents`; ValueError naming what is wrong."""
-        ports = value if isinstance(value, GamePorts) else cls._parsed(value)
-        for key in ("ports", "vehicle_ports"):
-            given = len(getattr(ports, key))
-            if given != len(agents):
-                raise ValueError(f"game: {key} has {given} ports; the scenario has {len(agents)} agents "
-                                 f"({', '.join(agents)}), one port each")
-        return ports
-
-    @classmethod
-    def _parsed(cls, value: Any) -> GamePorts:
-        if not isinstance(value, Mapping) or set(value) != {"control_port", "ports", "vehicle_ports"}:
-            raise ValueError("game: the ports of a running game, {'control_port': N, 'ports': [N, ...], "
-                             f"'vehicle_ports': [N, ...]}}, got {value!r}")
-
-        def port(v: Any, what: str) -> int:
-            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 65535:
-                raise ValueError(f"game: {what} is a port number (1-65535), got {v!r}")
-            return v
-
-        lists = {}
-        for key in ("ports", "vehicle_ports"):
-            if isinstance(value[key], (str, bytes)) or not isinstance(value[key], Sequence):
-                raise ValueError(f"game: {key} is a list of port numbers, one per agent, got {value[key]!r}")
-            lists[key] = tuple(port(v, key) for v in value[key])
-        return cls(port(value["control_port"], "control_port"), lists["ports"], lists["vehicle_ports"])
 
 
 class _Sensors:
@@ -153,16 +108,15 @@ class LearnerSession:
                 self.game = start_fake_game(self.agents, [a.vehicle for a in scenario.agents], scenario.seed,
                                             self.dir, dict(os.environ if env is None else env),
                                             ["--realtime-factor", "0", *game_args], timeout_s, "fake_game")
-                ports = GamePorts(self.game.control_port, tuple(self.game.ports),
-                                  tuple(self.game.vehicle_ports))
+                ports = self.game.ports
             else:
                 ports = given
             self.control = ControlClient(ports.control_port, timeout_s=ANSWER_TIMEOUT_S)
             try:
                 wait_for_game(self.control, timeout_s)
             except (ConnectionError, OSError) as exc:
-                raise SessionDied(f"no game answered on control port {ports.control_port} within "
-                                  f"{timeout_s:g} s ({exc}){self._where()}") from None
+                raise SessionFailed(f"no game answered on control port {ports.control_port} within "
+                                    f"{timeout_s:g} s ({exc}){self._where()}") from None
             # A game with step summaries tells each step request what it did, the judge's bodies
             # included: the feed then only shows that the game is there, not every step's events.
             features = self._call(self.control.features)
@@ -185,18 +139,18 @@ class LearnerSession:
                     self.sensors[agent] = _Sensors(port, lidar_columns, camera)
             with self._info_ready:
                 if not self._info_ready.wait_for(lambda: len(self.infos) == len(self.agents), timeout_s):
-                    raise SessionDied("the Vehicle Bridges did not describe their vehicles within "
-                                      f"{timeout_s:g} s{self._where()}")
+                    raise SessionFailed("the Vehicle Bridges did not describe their vehicles within "
+                                        f"{timeout_s:g} s{self._where()}")
             for a, port in zip(scenario.agents, ports.vehicle_ports):
                 info = self.infos[a.name]
                 if (info.agent, info.vehicle) != (a.name, a.vehicle):
-                    raise SessionDied(f"the Vehicle Bridge on port {port} drives {info.agent} "
-                                      f"(a {info.vehicle}); the scenario's {a.name} is a {a.vehicle}"
-                                      f"{self._where()}")
+                    raise SessionFailed(f"the Vehicle Bridge on port {port} drives {info.agent} "
+                                        f"(a {info.vehicle}); the scenario's {a.name} is a {a.vehicle}"
+                                        f"{self._where()}")
             # a given game's liveness is its feed's connection: not watched before it is up
             if not self._wait(lambda: self.feed.connected, timeout_s, watch=given is None):
-                raise SessionDied(f"the game's watch feed did not connect within {timeout_s:g} s"
-                                  f"{self._where()}")
+                raise SessionFailed(f"the game's watch feed did not connect within {timeout_s:g} s"
+                                    f"{self._where()}")
         except BaseException:
             self.close()
             raise
@@ -264,8 +218,8 @@ class LearnerSession:
         vehicle's report of the last step and every stream's frames in. The world time reached."""
         self._check()
         if not self._wait_vehicles(lambda: all(v.all_answered for v in self.vehicles.values())):
-            raise SessionDied("the game did not answer the vehicles' commands within "
-                              f"{ANSWER_TIMEOUT_S:g} s{self._where()}")
+            raise SessionFailed("the game did not answer the vehicles' commands within "
+                                f"{ANSWER_TIMEOUT_S:g} s{self._where()}")
         done = self._call(lambda: self.control.step(steps, summary=self.summarised))
         assert self.feed is not None
         if done.summary is not None:
@@ -276,18 +230,18 @@ class LearnerSession:
                 self.judge.on_summary(done.summary)
                 self.states = {a["name"]: a for a in done.summary["states"]["agents"]}
         elif not self.feed.wait_handled(done.step, ANSWER_TIMEOUT_S):
-            raise SessionDied(f"the states of step {done.step} did not come{self._where()}")
+            raise SessionFailed(f"the states of step {done.step} did not come{self._where()}")
         # the next command's pedals follow the last step's report: the same every run
         reached = self._vehicle_steps
         if not self._wait_vehicles(lambda: min(reached.get(a, -1) for a in self.agents) >= done.step):
-            raise SessionDied(f"the Vehicle Bridges did not reach step {done.step}{self._where()}")
+            raise SessionFailed(f"the Vehicle Bridges did not reach step {done.step}{self._where()}")
         with self._lock:  # the steps' contacts and crop as the judge read them
             tally = self.judge.take_tally()
             self.contacts = {a: tally.get(a, (0, 0.0))[0] for a in self.agents}
             self.crushed = {a: tally.get(a, (0, 0.0))[1] for a in self.agents}
         for agent, sensors in self.sensors.items():
             if not sensors.wait_barrier(done.step, ANSWER_TIMEOUT_S):
-                raise SessionDied(f"{agent}'s sensor stream did not reach step {done.step}{self._where()}")
+                raise SessionFailed(f"{agent}'s sensor stream did not reach step {done.step}{self._where()}")
         return done.time_s
 
     # -- the feed (its own thread) ------------------------------------------------------------------
@@ -315,7 +269,7 @@ class LearnerSession:
 
     def _wait_vehicles(self, done: Any) -> bool:
         """Until done() holds after a Vehicle Bridge's news (False after ANSWER_TIMEOUT_S);
-        SessionDied as soon as the game is gone."""
+        SessionFailed as soon as the game is gone."""
         deadline = time.monotonic() + ANSWER_TIMEOUT_S
         with self._vehicle_news:
             while not done():
@@ -343,10 +297,10 @@ class LearnerSession:
 
     def _check(self) -> None:
         if not self.alive:
-            raise SessionDied(f"the game ended{self._where()}")
+            raise SessionFailed(f"the game ended{self._where()}")
 
     def _wait(self, done: Any, timeout_s: float, watch: bool = True) -> bool:
-        """Poll done() until it holds (True) or timeout_s passed (False); with `watch`, SessionDied as
+        """Poll done() until it holds (True) or timeout_s passed (False); with `watch`, SessionFailed as
         soon as the game is gone (not after the whole limit)."""
         deadline = time.monotonic() + timeout_s
         checked = time.monotonic()
@@ -370,7 +324,7 @@ class LearnerSession:
             return request()
         except (ConnectionError, OSError) as exc:
             self._lost = True
-            raise SessionDied(f"the game's control channel failed: {exc}{self._where()}") from None
+            raise SessionFailed(f"the game's control channel failed: {exc}{self._where()}") from None
 
     def task(self, status: dict[str, Any]) -> None:
         """A TaskStatus into the episode log (and onto the watch feed)."""

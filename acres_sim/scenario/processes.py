@@ -18,13 +18,16 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 STOP_WAIT_S = 10.0
 PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 class SessionFailed(RuntimeError):
-    """The session could not start, or one of its processes died: the message says which and why."""
+    """A world's session (a scenario run's, a learner's) could not start, one of its processes died,
+    or its game went away or stopped answering: the message says which, why, and where its output
+    is."""
 
 
 class Child:
@@ -94,14 +97,53 @@ class Child:
         return self.proc.returncode
 
 
+@dataclass(frozen=True)
+class GamePorts:
+    """Where a game on this host listens (127.0.0.1): its control channel's port, and each agent's
+    sensor-stream and Vehicle Bridge port in the scenario's order of agents (a game started here, or
+    one already running that a learner is given)."""
+
+    control_port: int
+    ports: tuple[int, ...]
+    vehicle_ports: tuple[int, ...]
+
+    @classmethod
+    def of(cls, value: GamePorts | Mapping[str, Any], agents: Sequence[str]) -> GamePorts:
+        """From itself or a mapping with the same keys (what gymnasium.make and RLlib's env_config
+        pass on), a port each for `agents`; ValueError naming what is wrong."""
+        ports = value if isinstance(value, GamePorts) else cls._parsed(value)
+        for key in ("ports", "vehicle_ports"):
+            given = len(getattr(ports, key))
+            if given != len(agents):
+                raise ValueError(f"game: {key} has {given} ports; the scenario has {len(agents)} agents "
+                                 f"({', '.join(agents)}), one port each")
+        return ports
+
+    @classmethod
+    def _parsed(cls, value: Any) -> GamePorts:
+        if not isinstance(value, Mapping) or set(value) != {"control_port", "ports", "vehicle_ports"}:
+            raise ValueError("game: the ports of a running game, {'control_port': N, 'ports': [N, ...], "
+                             f"'vehicle_ports': [N, ...]}}, got {value!r}")
+
+        def port(v: Any, what: str) -> int:
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 65535:
+                raise ValueError(f"game: {what} is a port number (1-65535), got {v!r}")
+            return v
+
+        lists = {}
+        for key in ("ports", "vehicle_ports"):
+            if isinstance(value[key], (str, bytes)) or not isinstance(value[key], Sequence):
+                raise ValueError(f"game: {key} is a list of port numbers, one per agent, got {value[key]!r}")
+            lists[key] = tuple(port(v, key) for v in value[key])
+        return cls(port(value["control_port"], "control_port"), lists["ports"], lists["vehicle_ports"])
+
+
 @dataclass
 class GameProcess:
     """A fake game started by start_fake_game, and the ports it listens on."""
 
     child: Child
-    ports: list[int]  # each agent's sensor stream
-    vehicle_ports: list[int]  # each agent's Vehicle Bridge
-    control_port: int
+    ports: GamePorts
 
 
 def start_fake_game(agents: Sequence[str], vehicles: Sequence[str], seed: int, log_dir: Path,
@@ -127,7 +169,7 @@ def start_fake_game(agents: Sequence[str], vehicles: Sequence[str], seed: int, l
     except BaseException:
         child.stop()
         raise
-    return GameProcess(child, ports, vehicle_ports, control)
+    return GameProcess(child, GamePorts(control, tuple(ports), tuple(vehicle_ports)))
 
 
 def _in_the_child() -> None:

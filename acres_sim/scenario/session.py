@@ -44,7 +44,8 @@ class RunSession:
                                ["--stepping-token", self.token, *self.game_args], timeout_s)
         self.game = game.child
         self.children.append(game.child)
-        ports, vehicle_ports, self.control_port = game.ports, game.vehicle_ports, game.control_port
+        ports, vehicle_ports = game.ports.ports, game.ports.vehicle_ports
+        self.control_port = game.ports.control_port
         # The launch file's plan for the same session (its fake game is the one started above).
         plan = plan_launch(agents=",".join(agents), ports=",".join(map(str, ports)),
                            control_port=self.control_port, vehicle_ports=",".join(map(str, vehicle_ports)),

@@ -173,7 +173,8 @@ def test_an_environment_on_a_game_given_by_its_ports_runs_as_its_own_and_leaves_
     from acres_sim.scenario.processes import start_fake_game
 
     game = start_fake_game(["polaris"], ["polaris"], 0, tmp_path, os.environ, ["--realtime-factor", "0"])
-    ports = {"control_port": game.control_port, "ports": game.ports, "vehicle_ports": game.vehicle_ports}
+    ports = {"control_port": game.ports.control_port, "ports": list(game.ports.ports),
+             "vehicle_ports": list(game.ports.vehicle_ports)}
     actions = [np.array([0.6, 0.1 * (i % 3 - 1)], np.float32) for i in range(10)]
     try:
         for given in (True, False):  # the given game, then a game of the environment's own
@@ -192,7 +193,8 @@ def test_an_environment_on_a_game_given_by_its_ports_runs_as_its_own_and_leaves_
 
         maxxum = tmp_path / "maxxum.yaml"
         maxxum.write_text(GATE.read_text().replace("vehicle: polaris", "vehicle: maxxum"))
-        with pytest.raises(RuntimeError, match=f"the Vehicle Bridge on port {game.vehicle_ports[0]} drives "
+        port = game.ports.vehicle_ports[0]
+        with pytest.raises(RuntimeError, match=f"the Vehicle Bridge on port {port} drives "
                                                "polaris \\(a polaris\\); the scenario's polaris is a maxxum"):
             AcresEnv(maxxum, observations=["state"], game=ports).reset(seed=0)
         two = tmp_path / "two.yaml"
@@ -208,9 +210,10 @@ def test_an_environment_on_a_game_given_by_its_ports_runs_as_its_own_and_leaves_
             game.child.stop()  # the game goes away under the learner
             _obs, reward, terminated, truncated, info = env.step(np.array([0.2, 0.0], np.float32))
             assert truncated and not terminated and reward == 0.0
-            assert f"the game given on control port {game.control_port}" in info["session_error"]
+            assert f"the game given on control port {game.ports.control_port}" in info["session_error"]
             started = time.monotonic()
-            with pytest.raises(RuntimeError, match=f"no game answered on control port {game.control_port} "
+            control_port = game.ports.control_port
+            with pytest.raises(RuntimeError, match=f"no game answered on control port {control_port} "
                                                    "within 2 s"):
                 env.reset(seed=0)
             assert time.monotonic() - started < 10.0
