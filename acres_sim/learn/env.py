@@ -33,7 +33,14 @@ from gymnasium.utils import seeding
 
 from acres_sim.fake_game.simulation.vehicles import vehicle_hello
 from acres_sim.learn.observations import STATE_FIELDS, state_vector
-from acres_sim.learn.rewards import StepOutcome, reward, weights
+from acres_sim.learn.rewards import StepOutcome, reward
+from acres_sim.learn.options import (
+    DEFAULT_CAMERA_SIZE,
+    DEFAULT_LIDAR_COLUMNS,
+    DEFAULT_OBSERVATIONS,
+    DEFAULT_STEPS_PER_ACTION,
+    EnvOptions,
+)
 from acres_sim.learn.session import READY_TIMEOUT_S, GamePorts, LearnerSession, SessionFailed
 from acres_sim.scenario.model import Pose2D, Scenario
 from acres_sim.scenario.scenario_file import load
@@ -45,11 +52,6 @@ try:
 except ImportError:  # the Gymnasium environment does not need it
     ParallelEnv = object
 
-OBSERVATIONS = ("state", "lidar", "camera")
-DEFAULT_OBSERVATIONS = ("state", "lidar")
-DEFAULT_STEPS_PER_ACTION = 12
-DEFAULT_LIDAR_COLUMNS = 180
-DEFAULT_CAMERA_SIZE = (60, 80)  # height, width
 RENDER_PIXELS, RENDER_M_PER_PIXEL = 256, 0.25
 
 
@@ -63,34 +65,19 @@ class AcresParallelEnv(ParallelEnv):
                  game_args: Sequence[str] = (), start_spread: Sequence[float] = (0.0, 0.0, 0.0),
                  record: str | Path | None = None, game: GamePorts | Mapping[str, Any] | None = None,
                  game_timeout_s: float = READY_TIMEOUT_S):
-        self.scenario: Scenario = load(scenario, list(sets))
-        unknown = [o for o in observations if o not in OBSERVATIONS]
-        if unknown or not observations:
-            raise ValueError(f"observations must be some of {', '.join(OBSERVATIONS)}, "
-                             f"got {list(observations)}")
-        if not (isinstance(steps_per_action, int) and steps_per_action >= 1):
-            raise ValueError(f"steps_per_action must be a positive integer, got {steps_per_action!r}")
+        options = EnvOptions.checked(observations, steps_per_action, reward, lidar_columns, camera_size, sets,
+                                     game_args, start_spread, record, game, game_timeout_s)
         if render_mode not in (None, "rgb_array"):
             raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        spread = tuple(float(v) for v in start_spread)
-        if len(spread) != 3 or not all(math.isfinite(v) and v >= 0.0 for v in spread):
-            raise ValueError(f"start_spread is (x_m, y_m, yaw_deg), three numbers >= 0, got {start_spread!r}")
-        self.start_spread = spread
-        self.record = Path(record) if record else None
-        if self.record is not None:
-            self.record.mkdir(parents=True, exist_ok=True)
+        self.options = options
+        self.scenario: Scenario = load(scenario, list(options.sets))
+        if options.record is not None:
+            options.record.mkdir(parents=True, exist_ok=True)
         self.episodes = 0
-        self.observed = tuple(dict.fromkeys(observations))
-        self.steps_per_action = steps_per_action
-        self.metadata = {**self.metadata, "render_fps": PHYSICS_HZ / steps_per_action}
+        self.metadata = {**self.metadata, "render_fps": PHYSICS_HZ / options.steps_per_action}
         self.render_mode = render_mode
-        self.weights = weights(reward)
-        self.lidar_columns, self.camera_size = int(lidar_columns), (int(camera_size[0]), int(camera_size[1]))
-        self.game_args = list(game_args)
+        # the scenario's agents are known now: a given game's ports are checked against them
         self.game = GamePorts.of(game, [a.name for a in self.scenario.agents]) if game is not None else None
-        if not (math.isfinite(game_timeout_s) and game_timeout_s > 0.0):
-            raise ValueError(f"game_timeout_s must be a positive number of seconds, got {game_timeout_s!r}")
-        self.game_timeout_s = float(game_timeout_s)
         self.possible_agents = [a.name for a in self.scenario.agents if not a.waypoints]
         self._scripted = [a for a in self.scenario.agents if a.waypoints]
         judged = set(self.scenario.judged_agents)
@@ -98,7 +85,7 @@ class AcresParallelEnv(ParallelEnv):
         if not self.possible_agents or untasked:
             raise ValueError(f"{self.scenario.path}: every agent a learner drives needs a task (a criterion "
                              f"that names it); {', '.join(untasked) or 'no agent'} has none")
-        if "camera" in self.observed:
+        if "camera" in self.options.observations:
             blind = [a.name for a in self.scenario.agents
                      if a.name in self.possible_agents and not vehicle_hello(a.vehicle).camera.enabled]
             if blind:
@@ -126,12 +113,13 @@ class AcresParallelEnv(ParallelEnv):
     def _observation_space(self, agent: str) -> spaces.Dict:
         hello = vehicle_hello(self.scenario.agent(agent).vehicle)
         out: dict[str, spaces.Space] = {}
-        if "state" in self.observed:
+        if "state" in self.options.observations:
             out["state"] = spaces.Box(-np.inf, np.inf, (len(STATE_FIELDS),), np.float32)
-        if "lidar" in self.observed:
-            out["lidar"] = spaces.Box(0.0, np.inf, (self.lidar_columns, hello.lidar.rings), np.float32)
-        if "camera" in self.observed:
-            out["camera"] = spaces.Box(0, 255, (*self.camera_size, 3), np.uint8)
+        if "lidar" in self.options.observations:
+            columns = self.options.lidar_columns
+            out["lidar"] = spaces.Box(0.0, np.inf, (columns, hello.lidar.rings), np.float32)
+        if "camera" in self.options.observations:
+            out["camera"] = spaces.Box(0, 255, (*self.options.camera_size, 3), np.uint8)
         return spaces.Dict(out)
 
     def _target(self, agent: str) -> tuple[float, float]:
@@ -150,12 +138,14 @@ class AcresParallelEnv(ParallelEnv):
         episode_seed = int(self._rng.integers(0, 2**31 - 1))
         if self._session is None or not self._session.alive:
             self.close()
-            self._session = LearnerSession(self.scenario, self.observed, self.lidar_columns,
-                                           self.camera_size if "camera" in self.observed else None,
-                                           self.game_args, timeout_s=self.game_timeout_s, given=self.game)
+            o = self.options
+            self._session = LearnerSession(self.scenario, o.observations, o.lidar_columns,
+                                           o.camera_size if "camera" in o.observations else None,
+                                           o.game_args, timeout_s=o.game_timeout_s, given=self.game)
         log = None
-        if self.record is not None:
-            log = str((self.record / f"episode_{self.episodes:05d}_seed{episode_seed}.mcap").resolve())
+        if self.options.record is not None:
+            name = f"episode_{self.episodes:05d}_seed{episode_seed}.mcap"
+            log = str((self.options.record / name).resolve())
         self.episodes += 1
         self._t0 = self._t = self._session.reset(episode_seed, self._starts(episode_seed), log)
         self._check_lidar()
@@ -172,10 +162,10 @@ class AcresParallelEnv(ParallelEnv):
 
     def _starts(self, episode_seed: int) -> dict[str, Pose2D]:
         """Each learner-driven agent's start, drawn from the episode's seed within start_spread."""
-        if not any(self.start_spread):
+        if not any(self.options.start_spread):
             return {}
         draw = np.random.default_rng(episode_seed)
-        dx, dy, dyaw = self.start_spread
+        dx, dy, dyaw = self.options.start_spread
         out = {}
         for agent in self.possible_agents:
             pose = self.scenario.agent(agent).pose
@@ -198,7 +188,7 @@ class AcresParallelEnv(ParallelEnv):
         observations, rewards, terminations, truncations, infos = {}, {}, {}, {}, {}
         for agent in self.agents:
             outcome, decided = self._outcome(agent)
-            rewards[agent] = reward(outcome, self.weights)
+            rewards[agent] = reward(outcome, self.options.reward_weights)
             self._returns[agent] += rewards[agent]
             observations[agent] = self._observe(agent)
             terminations[agent] = decided
@@ -206,7 +196,7 @@ class AcresParallelEnv(ParallelEnv):
             truncations[agent] = not decided and scenario_t >= self.scenario.duration_s - 1e-9
             infos[agent] = {**self._criteria(agent), "reward_terms": outcome.terms(),
                             "return": self._returns[agent], "scenario_time_s": scenario_t}
-            if self.record is not None:
+            if self.options.record is not None:
                 self._tell(agent, rewards[agent])
         self.agents = [a for a in self.agents if not (terminations[a] or truncations[a])]
         return observations, rewards, terminations, truncations, infos
@@ -216,7 +206,7 @@ class AcresParallelEnv(ParallelEnv):
         agents follow their waypoints."""
         session = self._session
         assert session is not None
-        dt = self.steps_per_action / PHYSICS_HZ
+        dt = self.options.steps_per_action / PHYSICS_HZ
         for agent, (speed, steer) in commands.items():
             session.command(agent, speed, steer, dt)
         for agent in self.possible_agents:
@@ -228,7 +218,7 @@ class AcresParallelEnv(ParallelEnv):
     def _advance(self) -> float:
         """steps_per_action physics steps, judged: the world time reached."""
         assert self._session is not None
-        return self._session.step(self.steps_per_action)
+        return self._session.step(self.options.steps_per_action)
 
     def _outcome(self, agent: str) -> tuple[StepOutcome, bool]:
         """What the step did for the agent as its reward counts it (from the judge's reading of the
@@ -241,7 +231,7 @@ class AcresParallelEnv(ParallelEnv):
         newly = decided and not self._was_decided[agent]
         self._was_decided[agent] = decided
         distance = self._distance_to_target(agent)
-        dt = self.steps_per_action / PHYSICS_HZ
+        dt = self.options.steps_per_action / PHYSICS_HZ
         outcome = StepOutcome(approach_m=self._distance[agent] - distance,
                               forward_m=float(session.states[agent]["speed_mps"]) * dt,
                               contacts=session.contacts[agent], crop_m2=session.crushed[agent],
@@ -291,21 +281,22 @@ class AcresParallelEnv(ParallelEnv):
         session = self._session
         assert session is not None
         out: dict[str, np.ndarray] = {}
-        if "state" in self.observed:
+        if "state" in self.options.observations:
             out["state"] = state_vector(session.states[agent], self._targets[agent])
-        if "lidar" in self.observed:
+        if "lidar" in self.options.observations:
             lidar = session.sensors[agent].lidar
             shape = self.observation_space(agent)["lidar"].shape
             out["lidar"] = lidar if lidar is not None else np.zeros(shape, np.float32)
-        if "camera" in self.observed:
+        if "camera" in self.options.observations:
             camera = session.sensors[agent].camera
-            out["camera"] = camera if camera is not None else np.zeros((*self.camera_size, 3), np.uint8)
+            shape = (*self.options.camera_size, 3)
+            out["camera"] = camera if camera is not None else np.zeros(shape, np.uint8)
         return out
 
     def _check_lidar(self) -> None:
         """Once a reset gave every sensor a frame: a given game whose LiDAR is not the vehicle's (its
         ring count) is an error, not a silent reshape."""
-        if "lidar" not in self.observed:
+        if "lidar" not in self.options.observations:
             return
         assert self._session is not None
         for agent in self.possible_agents:
@@ -375,7 +366,7 @@ class AcresEnv(Env):
         self.agent = agent
         self.render_mode = render_mode
         # a frame per step: its rate is the world's steps per second
-        self.metadata = {**self.metadata, "render_fps": PHYSICS_HZ / self.parallel.steps_per_action}
+        self.metadata = {**self.metadata, "render_fps": PHYSICS_HZ / self.parallel.options.steps_per_action}
         self.observation_space = self.parallel.observation_space(agent)
         self.action_space = self.parallel.action_space(agent)
 
