@@ -276,3 +276,33 @@ def test_an_unknown_schema_version_is_refused(tmp_path):
         read_episode(path)
     with pytest.raises(EpisodeLogError, match="cannot read"):
         read_episode(tmp_path / "missing.mcap")
+
+
+def test_the_hub_says_who_takes_an_event_a_watcher_that_asked_or_every_one_or_a_recording():
+    from acres_sim.fake_game.simulation.episode_hub import EpisodeHub
+
+    class Named:  # a watcher that named its events (as the control server's watch connections do)
+        def __init__(self, events):
+            self.events, self.got = events, []
+
+        def wants(self, event):
+            return event in self.events
+
+        def publish(self, event, body):
+            self.got.append(event)
+
+    class Recorder:
+        recording = False
+
+    hub = EpisodeHub()
+    assert not hub.wants("farm_stamps")  # nobody at all
+    hub.add_listener(Named({"states"}))
+    assert hub.wants("states") and not hub.wants("farm_stamps")
+    hub.tap = Recorder()
+    assert not hub.wants("farm_stamps")
+    hub.tap.recording = True
+    assert hub.wants("farm_stamps")
+    hub.tap.recording = False
+    every = type("Every", (), {"publish": lambda self, event, body: None})()  # names none: takes all
+    hub.add_listener(every)
+    assert hub.wants("farm_stamps")

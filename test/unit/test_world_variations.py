@@ -268,6 +268,9 @@ def test_wheels_crush_crop_off_the_track_and_none_on_it():
     travelled = 3.0 * 59 / 120
     assert across == pytest.approx(4 * travelled * 0.54 * scene.row_plant_fraction, rel=0.2)
     assert all(s["sinkage_m"] > 0.0 for s in stamps)  # soft ground: the wheels sink
+    marks.stamping = False  # nobody takes the footprints: none made, the crop crushed the same
+    unstamped, none = drive(-10.0, 0.0, 0.0)
+    assert none == [] and unstamped == across
 
 
 def test_requests_that_cannot_be_are_refused_and_change_nothing():

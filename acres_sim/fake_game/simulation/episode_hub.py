@@ -27,6 +27,9 @@ class EpisodeListener(Protocol):
 class EpisodeTap(Protocol):
     """What sees every message before the listeners (the recorder)."""
 
+    @property
+    def recording(self) -> bool: ...
+
     def latched(self, topic: Topic, message: dict[str, Any]) -> None: ...
 
     def step(self, farm_events: dict[str, Any], farm_stamps: dict[str, Any],
@@ -128,6 +131,15 @@ class EpisodeHub:
             listener.publish(event, status)
         if self.latest is not None:
             listener.publish("states", self.latest)
+
+    def wants(self, event: str) -> bool:
+        """Whether a message of this event would be taken now: by the tap while it records, or by a
+        watcher that asked for it (one that named no events takes every one)."""
+        if self.tap is not None and self.tap.recording:
+            return True
+        with self._lock:
+            listeners = list(self._listeners)
+        return any(getattr(listener, "wants", lambda e: True)(event) for listener in listeners)
 
     @property
     def listener_count(self) -> int:

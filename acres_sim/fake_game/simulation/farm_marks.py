@@ -44,6 +44,7 @@ class FarmMarks:
 
     stamps: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    stamping: bool = True  # the footprints are made only while someone takes them (the events always)
     # agent -> its wheels' x and y at the last step
     _last: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = field(default_factory=dict)
 
@@ -75,12 +76,13 @@ class FarmMarks:
             if fields[w] > 0 and surface in (SURFACE_CROP, SURFACE_SOIL):
                 half = 0.5 * width * abs(math.sin(heading))  # the tyre's extent across the rows (x)
                 crushed = rolled * width * _crop_share(scene, x, half)
-            self.stamps.append({
-                "kind": KIND_WHEEL, "agent": agent, "wheel": w, "x": x, "y": y,
-                "z": 0.0 if terrain is None else terrain.at(x, y)[0],
-                "forward_x": math.cos(heading), "forward_y": math.sin(heading),
-                "width_m": width, "length_m": length, "pressure_pa": pressure, "sinkage_m": sinkage,
-                "tyre_diameter_m": 2.0 * radius, "clearance_m": 0.0, "crushed_m2": crushed})
+            if self.stamping:
+                self.stamps.append({
+                    "kind": KIND_WHEEL, "agent": agent, "wheel": w, "x": x, "y": y,
+                    "z": 0.0 if terrain is None else terrain.at(x, y)[0],
+                    "forward_x": math.cos(heading), "forward_y": math.sin(heading),
+                    "width_m": width, "length_m": length, "pressure_pa": pressure, "sinkage_m": sinkage,
+                    "tyre_diameter_m": 2.0 * radius, "clearance_m": 0.0, "crushed_m2": crushed})
             if crushed > 0.0:
                 self.events.append({"kind": CROP_CRUSHED, "agent": agent, "x": x, "y": y, "value": crushed})
             if sinkage >= RUT_DEPTH_M:

@@ -16,6 +16,7 @@ from acres_sim.fake_game.simulation.agent_states import (
     knot_of,
     wheel_ground,
 )
+from acres_sim.episode.log_file import FARM_STAMPS
 from acres_sim.fake_game.simulation.episode_hub import EpisodeHub, agent_states, header
 from acres_sim.fake_game.simulation.farm_marks import FarmMarks
 from acres_sim.fake_game.simulation.session_agent import SessionAgent
@@ -37,6 +38,7 @@ class AgentStatePublisher(StepOwner):
         self._hub.latest = agent_states(step, t, self._states(step, t, replayed or {}, count=False))
 
     def end_step(self, step: StepContext) -> None:
+        self._farm.stamping = self._hub.wants(FARM_STAMPS.event)  # the wheels' footprints: for a taker
         states = self._states(step.step, step.t, step.replayed)
         self._hub.step(step.step, step.t, states, *self._farm.take(header(step.t)))
 

@@ -53,6 +53,9 @@ class _Watcher:
         self._ready = threading.Condition()
         self._closed = False
 
+    def wants(self, event: str) -> bool:
+        return self._events is None or event in self._events
+
     def publish(self, event: str, body: dict[str, Any]) -> None:
         if self._events is not None and event not in self._events:
             return  # not asked for: not even encoded
