@@ -212,7 +212,7 @@ SHIPPED = [
     pytest.param("vehicles_crossing", 71, ["--speed", "3", "--wait-s", "5"], ["--speed", "3"],
                  marks=pytest.mark.variant, id="vehicles_crossing"),
     pytest.param("crop_to_spare", 73, ["--speed", "1", "--stop-after-m", "1.5"], ["--speed", "2"],
-                 id="crop_to_spare"),
+                 marks=pytest.mark.variant, id="crop_to_spare"),
 ]
 
 
