@@ -5,7 +5,7 @@ SHELL := /bin/bash
 ENV := source ./.acres_env.sh
 COLCON_PATHS := --base-paths . --build-base build --install-base install
 # colcon test must never hang CI: the whole suite gets this many seconds.
-TEST_TIMEOUT_S ?= 1800
+TEST_TIMEOUT_S ?= 2400
 # A pytest -m expression: the tests to run (default all), e.g. TEST_MARKS="not ros_free".
 TEST_MARKS ?=
 
