@@ -69,7 +69,7 @@ class Judge:
                 return
             self._last_step = step
         stamp = message["header"]["stamp"]
-        t = stamp["sec"] + stamp["nanosec"] * 1e-9 - self.start_s
+        t = self._scenario_time(stamp["sec"], stamp["nanosec"])
         contacts, crushed = self._contacts, self._crushed
         self._contacts, self._crushed = [], {}
         if t <= 0.0:  # before the scenario's first step (the start's own states)
@@ -100,7 +100,7 @@ class Judge:
             if step <= self._last_step:
                 continue
             self._last_step = step
-            t = secs[i] + nanos[i] * 1e-9 - self.start_s
+            t = self._scenario_time(secs[i], nanos[i])
             if t > 0.0:
                 kept.append(i)
                 times.append(t)
@@ -127,16 +127,17 @@ class Judge:
         trace = StepTrace(times, agents, contacts, body)
         for name, mine in agents.items():
             hits = sum(len(contacts_of(name, c)) for c in contacts.values())
-            crushed = 0.0
-            for value in mine["crushed_m2"]:
-                crushed += value
-            self._count(name, hits, crushed)
+            self._count(name, hits, sum(mine["crushed_m2"], 0.0))
         self.t = times[-1]
         self.steps += len(times)
         for criterion in self.criteria:
             if criterion.agent in agents:
                 criterion.update_trace(trace)
         self._tell(self.t)
+
+    def _scenario_time(self, sec: int, nanosec: int) -> float:
+        """The scenario's time of a stamp (a step's; <= 0 before the scenario's first step)."""
+        return sec + nanosec * 1e-9 - self.start_s
 
     def _count(self, agent: str, contacts: int, crushed_m2: float) -> None:
         before = self._tally.get(agent, (0, 0.0))

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from acres_sim.fake_game.simulation.farm_marks import CROP_CRUSHED
 from acres_sim.rotations import orientation_yaw
 
-CROP_CRUSHED = 0  # acres_interfaces/FarmEvent.CROP_CRUSHED
 TRACE_FIELDS = ("x", "y", "z", "yaw", "vx", "crushed_m2")
 
 
