@@ -158,12 +158,12 @@ class LockstepPacing:
         self.world_time_s = 0.0
         self._republished = self._ticked = time.monotonic()
 
-    def _steps(self, steps: int, now: float) -> float:
+    def _steps(self, steps: int, now: float, chunk: int | None = None) -> float:
         def stepped(n: int) -> tuple[int, float]:
             done = self._game.step(n)
             return done.step, done.time_s
 
-        self._lockstep.steps(steps, self.chunk, stepped, lambda: now, delivered=self._delivered)
+        self._lockstep.steps(steps, chunk or self.chunk, stepped, lambda: now, delivered=self._delivered)
         self.world_time_s = float(self._lockstep.world_time_s or now)
         self._tick(self.world_time_s)
         self._ticked = time.monotonic()
@@ -171,9 +171,13 @@ class LockstepPacing:
 
     def begin(self, world_time_s: float) -> float:
         """The first tick, every agent standing at its start: the stack then has /clock, every
-        sensor's first frame and the agents' states to answer. Returns its time (scenario time 0)."""
+        sensor's first frame and the agents' states to answer. Returns its time (scenario time 0).
+        One request: a stack's answer to the states of a command period inside it (a timer's, an
+        answer to the data) then acts after it, always; between two requests it would act at once or
+        after the second one, whichever came first (the runs of one file would differ)."""
         self.world_time_s = world_time_s
-        return self._steps(start_steps(self.chunk, self._hz), world_time_s)
+        steps = start_steps(self.chunk, self._hz)
+        return self._steps(steps, world_time_s, chunk=steps)
 
     def while_starting(self, nothing_under_command: bool, may_tick: bool) -> float | None:
         """Called while the runner waits for the first commands: the first tick's states again now

@@ -5,14 +5,16 @@ commands would reach it."""
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 import pytest
 
-from acres_sim.control.lockstep import HeldCommands
+from acres_sim.control.lockstep import BarrierWatch, HeldCommands, Lockstep, PublishersMatched
 from acres_sim.scenario.pacing import (
     QUIET_BOOT_S,
     QUIET_DATA_S,
     CommandRule,
+    LockstepPacing,
     start_steps,
     wait_for_commands,
 )
@@ -118,3 +120,34 @@ def test_an_awaited_agent_is_waited_for_and_a_check_can_end_the_wait():
     rule = CommandRule(["a"], P)
     with pytest.raises(KeyboardInterrupt):
         wait_for_commands(rule, held.snapshot, held.wait_change, 0.3, 10.0, stop, "awaiting")
+
+
+class RecordingGame:
+    """The control client's part the pacing uses: each step request's size, the world at 120 Hz."""
+
+    def __init__(self):
+        self.requests: list[int] = []
+        self.step = 0
+
+    def step_request(self, n: int) -> SimpleNamespace:
+        self.requests.append(n)
+        self.step += n
+        return SimpleNamespace(step=self.step, time_s=self.step / 120.0)
+
+
+def test_the_start_steps_are_one_request_so_an_answer_inside_them_always_acts_after_them():
+    # Between two requests a stack's answer to the states in the middle would act at once or after
+    # the second request, as it happened to come; inside one it always waits for its barrier.
+    game = RecordingGame()
+    held = HeldCommands(["a"])
+    lockstep = Lockstep(BarrierWatch([]), BarrierWatch([]), held, PublishersMatched({}), 1.0, 0.0,
+                        lambda _: None, "/vehicle/barrier")
+    ticked: list[float] = []
+    pacing = LockstepPacing(SimpleNamespace(step=game.step_request), lockstep, lambda *_: True,
+                            ticked.append, CommandRule(["a"], P), 12, 120.0, 5.0, lambda: None,
+                            lambda _: "", "awaiting")
+    start = pacing.begin(0.0)
+    assert game.requests == [24] and ticked == [start] and start == pytest.approx(0.2)
+    held.update("a", start, "ackermann")
+    pacing.advance(start, 10.0)
+    assert game.requests == [24, 12] and ticked[-1] == pytest.approx(0.3)
