@@ -84,15 +84,15 @@ class Motion:
     slack_rad: float
 
 
-def _cull(spheres: CullingSpheres, axes: np.ndarray, cone: np.ndarray, origin: np.ndarray, grow_m: float,
-          max_range: float) -> np.ndarray:
-    """(P, G): whether the cone of group g (unit axes (G, 3) from `origin`, half angles `cone`)
-    meets any culling sphere of primitive p, the spheres grown by grow_m. An angle test on
-    cosines: the angle to a centre is at most cone + the sphere's half angle
-    <=> its cosine is at least cos(cone) cos(half) - sin(cone) sin(half)."""
-    oc = spheres.centres - origin
+def _cone_meets(centres: np.ndarray, radii: np.ndarray, axes: np.ndarray, cone: np.ndarray,
+                origin: np.ndarray, grow_m: float, max_range: float) -> np.ndarray:
+    """(G, S): whether the cone of group g (unit axes (G, 3) from `origin`, half angles `cone`)
+    meets sphere s, the spheres grown by grow_m. An angle test on cosines: the angle to a centre is
+    at most cone + the sphere's half angle <=> its cosine is at least
+    cos(cone) cos(half) - sin(cone) sin(half)."""
+    oc = centres - origin
     span = np.sqrt(np.einsum("ki,ki->k", oc, oc))
-    radii = spheres.radii + grow_m
+    radii = radii + grow_m
     inside = span <= radii  # spheres round the origin: every cone meets them (set below)
     sin_half = np.minimum(radii / np.maximum(span, 1e-9), 1.0)
     cos_half = np.sqrt(1.0 - sin_half * sin_half)
@@ -103,7 +103,29 @@ def _cull(spheres: CullingSpheres, axes: np.ndarray, cone: np.ndarray, origin: n
     meets = (axes @ (oc / np.maximum(span, 1e-9)[:, None]).T) >= threshold
     meets[:, (span - radii > max_range)] = False
     meets[:, inside] = True
-    return np.logical_or.reduceat(meets, spheres.first, axis=1).T
+    return meets
+
+
+def _cull(spheres: CullingSpheres, axes: np.ndarray, cone: np.ndarray, origin: np.ndarray, grow_m: float,
+          max_range: float) -> np.ndarray:
+    """(P, G): whether the cone of group g meets any culling sphere of primitive p (see _cone_meets).
+    First each primitive's one enclosing sphere, then its own spheres for the pairs that met: a
+    sweep's cones meet few of the scene's primitives, and those in few places."""
+    outer = _cone_meets(spheres.outer_centres, spheres.outer_radii, axes, cone, origin, grow_m, max_range)
+    near = np.zeros((len(spheres.first), len(axes)), bool)
+    groups = np.flatnonzero(outer.any(axis=1))
+    prims = np.flatnonzero(outer.any(axis=0))
+    if not len(groups):
+        return near
+    owner = spheres.owner
+    own = np.flatnonzero(np.isin(owner, prims))
+    inner = _cone_meets(spheres.centres[own], spheres.radii[own], axes[groups], cone[groups], origin, grow_m,
+                        max_range)
+    # any sphere of p met, per primitive p: the rows of `own` are grouped by primitive, in order
+    starts = np.flatnonzero(np.r_[True, owner[own][1:] != owner[own][:-1]])
+    met = np.logical_or.reduceat(inner, starts, axis=1) & outer[groups][:, prims]
+    near[np.ix_(prims, groups)] = met.T
+    return near
 
 
 def cast(scene: Scene, bundle: RayBundle, origin: np.ndarray, rotation: np.ndarray,

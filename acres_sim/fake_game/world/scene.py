@@ -96,6 +96,31 @@ class CullingSpheres:
         return CullingSpheres(np.concatenate([c for c, _r in parts]), np.concatenate([r for _c, r in parts]),
                               np.cumsum([0] + counts[:-1]).astype(np.intp))
 
+    @functools.cached_property
+    def owner(self) -> np.ndarray:
+        """(S,) the primitive of every sphere."""
+        counts = np.diff(np.r_[self.first, len(self.radii)])
+        return np.repeat(np.arange(len(self.first)), counts)
+
+    @functools.cached_property
+    def _outer(self) -> tuple[np.ndarray, np.ndarray]:
+        centres = np.zeros((len(self.first), 3))
+        radii = np.zeros(len(self.first))
+        for p, (a, b) in enumerate(zip(self.first, np.r_[self.first[1:], len(self.radii)])):
+            c, r = self.centres[a:b], self.radii[a:b]
+            centres[p] = 0.5 * (c.min(axis=0) + c.max(axis=0))
+            radii[p] = float(np.max(np.linalg.norm(c - centres[p], axis=1) + r))
+        return centres, radii
+
+    @property
+    def outer_centres(self) -> np.ndarray:
+        """(P, 3): the centre of a sphere round all of each primitive's spheres."""
+        return self._outer[0]
+
+    @property
+    def outer_radii(self) -> np.ndarray:
+        return self._outer[1]
+
 
 def horizontal_extent(p: Primitive) -> tuple[float, float, float, float]:
     """(xmin, ymin, xmax, ymax) of everything the primitive covers: a point outside all of them
