@@ -133,8 +133,9 @@ def floor_rate(scenario: Path, steps: int) -> float:
     s = load(scenario)
     agents = [a.name for a in s.agents]
     folder = Path(tempfile.mkdtemp(prefix="acres_bench_floor_"))
+    # no sensors: a learner of states reads none (the environment's game carries none either)
     game = start_fake_game(agents, [a.vehicle for a in s.agents], s.seed, folder, dict(os.environ),
-                           ["--realtime-factor", "0"])
+                           ["--realtime-factor", "0", "--sensors", ""])
     news = threading.Condition()
     barriers: dict[str, int] = {}
     described: set[str] = set()

@@ -95,6 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stepping-token", default="", metavar="TOKEN",
                    help="only control requests carrying this token step, reset, pause or play the world "
                         "(what a scenario run starts the game with)")
+    p.add_argument("--sensors", type=_name_list, default=list(SessionConfig.sensors), metavar="LIST",
+                   help="the sensors the vehicles carry, a comma list of lidar, camera, ins (all of them; "
+                        "\"\": none): the others are off in the Hello and never rendered")
     p.add_argument("--render-workers", type=_non_negative_int, default=SessionConfig.render_workers,
                    help="threads that render clouds and images (0 = one per agent in real time, two per "
                         "agent in lockstep or faster than real time, at most one per core)")
@@ -123,6 +126,7 @@ def config_from_args(args: argparse.Namespace) -> SessionConfig:
         episode_log=args.episode_log,
         episode_replay=args.episode_replay,
         stepping_token=args.stepping_token,
+        sensors=tuple(args.sensors),
     )
 
 

@@ -105,9 +105,12 @@ class LearnerSession:
         self.summarised = False  # the game answers each step request with its summary
         try:
             if given is None:
+                # the sensors observed, no others: a camera or an INS nobody reads costs the game its step
+                carried = ",".join(s for s in ("lidar", "camera") if s in observe)
                 self.game = start_fake_game(self.agents, [a.vehicle for a in scenario.agents], scenario.seed,
                                             self.dir, dict(os.environ if env is None else env),
-                                            ["--realtime-factor", "0", *game_args], timeout_s, "fake_game")
+                                            ["--realtime-factor", "0", "--sensors", carried, *game_args],
+                                            timeout_s, "fake_game")
                 ports = self.game.ports
             else:
                 ports = given

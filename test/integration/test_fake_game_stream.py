@@ -304,6 +304,35 @@ def test_bad_arguments_are_refused():
     assert out.returncode == 2 and "--control-port" in out.stderr
 
 
+def test_the_sensors_a_run_carries_are_the_only_ones_in_the_hello_and_the_stream(start_game):
+    """--sensors lidar (a learner that observes the LiDAR alone): the Polaris's Hello says its camera
+    and INS are off, and two seconds of world time bring clocks and clouds, no image and no INS
+    epoch; an unknown sensor is refused."""
+    game = start_game("--port", "0", "--vehicle", "polaris", "--realtime-factor", "0", "--sensors", "lidar")
+    client = Client(game.stream_port("polaris"))
+    header, payload = client.read()
+    assert header.frame_type == FrameType.HELLO
+    hello = parse_hello(payload)
+    assert hello.lidar.enabled and not hello.camera.enabled and not hello.ins.enabled
+    kinds: dict[FrameType, int] = {}
+    first_clock = None
+    while True:
+        header, _payload = client.read()
+        kinds[header.frame_type] = kinds.get(header.frame_type, 0) + 1
+        if header.frame_type == FrameType.CLOCK:
+            first_clock = header.stamp if first_clock is None else first_clock
+            if header.stamp >= first_clock + 2.0:
+                break
+    client.close()
+    assert kinds.get(FrameType.LIDAR, 0) >= 15
+    assert FrameType.CAMERA not in kinds and FrameType.INS not in kinds
+    code, err = game.stop()
+    assert code == 0, err
+    out = subprocess.run([sys.executable, "-m", "acres_sim.fake_game", "--sensors", "lidar,radar"], cwd=REPO,
+                         capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+    assert out.returncode == 2 and "sensors must be some of lidar, camera, ins" in out.stderr
+
+
 def test_duration_ends_the_run(start_game):
     """--duration-s: the run ends by itself at that world time, with STOP lines and exit code 0."""
     game = start_game("--ports", "0,0", "--vehicles", "maxxum,polaris", "--agents", "a1,a2",

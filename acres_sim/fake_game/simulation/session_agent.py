@@ -81,7 +81,8 @@ def open_agent(index: int, spec: AgentSpec, cfg: SessionConfig, scene: Scene, op
     from acres_sim.fake_game.simulation.simulation import AgentSimulator
     from acres_sim.fake_game.simulation.vehicles import vehicle_hello
 
-    hello = vehicle_hello(spec.vehicle, agent=spec.agent, georeferenced=cfg.georeferenced, flavor=cfg.flavor)
+    hello = vehicle_hello(spec.vehicle, agent=spec.agent, georeferenced=cfg.georeferenced, flavor=cfg.flavor,
+                          sensors=cfg.sensors)
     # The simulator exists before the port opens: a client is accepted only once the agent's
     # sensors are set up (the protocol page's "the game accepts a client only when the sensor
     # recorder knows its layout"). Agents differ by name inside the simulator's seeding, so every

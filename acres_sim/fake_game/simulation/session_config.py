@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 
 FLAVORS = ("game", "core")
+SENSORS = ("lidar", "camera", "ins")  # what a vehicle may carry; its Hello turns the others off
 DEFAULT_MAX_QUEUED_BYTES = 96 << 20  # the game's MaxQueuedBytes
 
 
@@ -38,6 +39,7 @@ class SessionConfig:
     episode_log: str = ""  # record the episode log into this new file from the first step ("" = no)
     episode_replay: str = ""  # replay this episode log from the start ("" = no)
     stepping_token: str = ""  # set: only requests carrying it step, reset, pause or play (a scenario run)
+    sensors: tuple[str, ...] = SENSORS  # the ones the vehicles carry (a learner's: what it observes)
 
     def __post_init__(self) -> None:
         if not self.agents:
@@ -67,6 +69,13 @@ class SessionConfig:
             raise ValueError(f"duration_s must be >= 0, got {self.duration_s}")
         if self.render_workers < 0:
             raise ValueError(f"render_workers must be >= 0, got {self.render_workers}")
+        check_sensors(self.sensors)
+
+
+def check_sensors(sensors: Sequence[str]) -> None:
+    unknown = [s for s in sensors if s not in SENSORS]
+    if unknown or isinstance(sensors, str):
+        raise ValueError(f"sensors must be some of {', '.join(SENSORS)}, got {list(sensors)!r}")
 
 
 VEHICLE_NAMES = ("polaris", "maxxum")  # as vehicles.VEHICLES; kept here so --help is cheap

@@ -9,14 +9,16 @@ fires.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from acres_sim.description.vehicle_urdf import VehicleGeometry
+from acres_sim.fake_game.simulation.session_config import FLAVORS, SENSORS, check_sensors
 from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
 from acres_sim.stream.hello import CameraConfig, Hello, InsConfig, LidarConfig
 
 VEHICLES = ("polaris", "maxxum")
-FLAVORS = ("game", "core")
 
 MOUNT_CONVENTION = (
     "position_flu_m: metres from base_footprint in the body FLU frame (x forward, y left, z up); "
@@ -67,11 +69,13 @@ def _check_vehicle(vehicle: str) -> None:
 
 
 def vehicle_hello(vehicle: str, agent: str | None = None, georeferenced: bool = True,
-                  flavor: str = "game") -> Hello:
-    """The Hello of one agent driving `vehicle`. flavor "core" is the ACRES Core server: no camera."""
+                  flavor: str = "game", sensors: Sequence[str] = SENSORS) -> Hello:
+    """The Hello of one agent driving `vehicle`. flavor "core" is the ACRES Core server: no camera.
+    sensors: the ones it carries (a learner that observes no camera needs no camera rendered)."""
     _check_vehicle(vehicle)
     if flavor not in FLAVORS:
         raise ValueError(f"unknown flavor {flavor!r}; expected one of {', '.join(FLAVORS)}")
+    check_sensors(sensors)
     if agent is not None and not agent:
         raise ValueError("agent name must not be empty")
     if vehicle == "polaris":
@@ -79,8 +83,12 @@ def vehicle_hello(vehicle: str, agent: str | None = None, georeferenced: bool = 
     else:
         body, lidar, ins = _MAXXUM_BODY_ORIGIN, _MAXXUM_LIDAR, _MAXXUM_INS
         camera = CameraConfig(enabled=False)
-    if flavor == "core":
+    if flavor == "core" or "camera" not in sensors:
         camera = CameraConfig(enabled=False)
+    if "lidar" not in sensors:
+        lidar = LidarConfig(enabled=False, frame_id=lidar.frame_id)
+    if "ins" not in sensors:
+        ins = InsConfig(enabled=False)
     return Hello(
         agent=agent or vehicle,
         vehicle=vehicle,

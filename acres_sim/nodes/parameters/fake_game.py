@@ -12,6 +12,7 @@ from acres_sim.nodes.parameters.checks import (
     PORT_OR_ZERO,
     check_boolean,
     check_integer_in,
+    check_names,
     check_number,
     check_port,
     check_string,
@@ -63,6 +64,9 @@ FAKE_GAME = NodeParameters("fake_game", "fake_game.yaml", (
               "Record the episode log (MCAP) into this new file from the first physics step; empty: no."),
     ParamSpec("episode_replay", SessionConfig.episode_replay,
               "Replay this episode log from the start: the agents follow their logged states; empty: no."),
+    ParamSpec("sensors", list(SessionConfig.sensors),
+              "The sensors the vehicles carry (lidar, camera, ins): the others are off in the Hello and "
+              "never rendered."),
 ))
 
 
@@ -101,7 +105,8 @@ def fake_game_config(values: dict[str, Any]) -> FakeGameConfig:
             render_workers=check_integer_in("render_workers", v["render_workers"],
                                             *range_of(FAKE_GAME, "render_workers")),
             episode_log=check_string("episode_log", v["episode_log"]),
-            episode_replay=check_string("episode_replay", v["episode_replay"]))
+            episode_replay=check_string("episode_replay", v["episode_replay"]),
+            sensors=check_names("sensors", v["sensors"]))
     except ValueError as exc:  # SessionConfig and agent_specs check the rest
         if isinstance(exc, ParameterError):
             raise
