@@ -32,7 +32,7 @@ from gymnasium import Env, spaces
 from gymnasium.utils import seeding
 
 from acres_sim.fake_game.simulation.vehicles import vehicle_hello
-from acres_sim.learn.observations import STATE_FIELDS, state_vector
+from acres_sim.learn.observations import AgentView, observation_kinds
 from acres_sim.learn.rewards import StepOutcome, reward
 from acres_sim.learn.options import (
     DEFAULT_CAMERA_SIZE,
@@ -91,6 +91,8 @@ class AcresParallelEnv(ParallelEnv):
             if blind:
                 raise ValueError(f"observations: camera, but {', '.join(blind)} has no camera")
         self.agents: list[str] = []
+        self._kinds = observation_kinds(self.options.observations, self.options.lidar_columns,
+                                        self.options.camera_size)
         self._observation_spaces = {a: self._observation_space(a) for a in self.possible_agents}
         self._action_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self._session: LearnerSession | None = None
@@ -112,15 +114,7 @@ class AcresParallelEnv(ParallelEnv):
 
     def _observation_space(self, agent: str) -> spaces.Dict:
         hello = vehicle_hello(self.scenario.agent(agent).vehicle)
-        out: dict[str, spaces.Space] = {}
-        if "state" in self.options.observations:
-            out["state"] = spaces.Box(-np.inf, np.inf, (len(STATE_FIELDS),), np.float32)
-        if "lidar" in self.options.observations:
-            columns = self.options.lidar_columns
-            out["lidar"] = spaces.Box(0.0, np.inf, (columns, hello.lidar.rings), np.float32)
-        if "camera" in self.options.observations:
-            out["camera"] = spaces.Box(0, 255, (*self.options.camera_size, 3), np.uint8)
-        return spaces.Dict(out)
+        return spaces.Dict({kind.name: kind.space(hello) for kind in self._kinds})
 
     def _target(self, agent: str) -> tuple[float, float]:
         """The agent's reach criterion's centre, else its start."""
@@ -148,7 +142,6 @@ class AcresParallelEnv(ParallelEnv):
             log = str((self.options.record / name).resolve())
         self.episodes += 1
         self._t0 = self._t = self._session.reset(episode_seed, self._starts(episode_seed), log)
-        self._check_lidar()
         self.agents = list(self.possible_agents)
         infos = self._session.infos  # the game's own description of each vehicle
         self._drivers = {a.name: WaypointDriver(a.waypoints, a.speed_mps, infos[a.name].wheelbase_m,
@@ -280,31 +273,12 @@ class AcresParallelEnv(ParallelEnv):
     def _observe(self, agent: str) -> dict[str, np.ndarray]:
         session = self._session
         assert session is not None
-        out: dict[str, np.ndarray] = {}
-        if "state" in self.options.observations:
-            out["state"] = state_vector(session.states[agent], self._targets[agent])
-        if "lidar" in self.options.observations:
-            lidar = session.sensors[agent].lidar
-            shape = self.observation_space(agent)["lidar"].shape
-            out["lidar"] = lidar if lidar is not None else np.zeros(shape, np.float32)
-        if "camera" in self.options.observations:
-            camera = session.sensors[agent].camera
-            shape = (*self.options.camera_size, 3)
-            out["camera"] = camera if camera is not None else np.zeros(shape, np.uint8)
-        return out
-
-    def _check_lidar(self) -> None:
-        """Once a reset gave every sensor a frame: a given game whose LiDAR is not the vehicle's (its
-        ring count) is an error, not a silent reshape."""
-        if "lidar" not in self.options.observations:
-            return
-        assert self._session is not None
-        for agent in self.possible_agents:
-            lidar = self._session.sensors[agent].lidar
-            shape = self.observation_space(agent)["lidar"].shape
-            if lidar is not None and lidar.shape != shape:
-                raise RuntimeError(f"{agent}: the game's LiDAR gives {lidar.shape[1]} rings, the "
-                                   f"{self.scenario.agent(agent).vehicle}'s observation space {shape[1]}")
+        sensors = session.sensors.get(agent)
+        view = AgentView(agent, session.states[agent], self._targets[agent],
+                         sensors.lidar if sensors is not None else None,
+                         sensors.camera if sensors is not None else None)
+        space = self._observation_spaces[agent]
+        return {kind.name: kind.array(space[kind.name], view) for kind in self._kinds}
 
     def _criteria(self, agent: str) -> dict[str, Any]:
         assert self._session is not None
