@@ -8,23 +8,39 @@ Run again with the same DIR, it does only the runs not finished yet, and refuses
 or scenario file changed. Ctrl-C stops the runs under way (their sessions end; they are done again
 on resume) and keeps the table of what finished.
 
-Exit: 0 every run passed, 1 a run failed, ended in error or timed out, 2 the campaign was refused,
-130 stopped.
+--address: the address given is the one used; a loopback one (127.0.0.1:PORT, a cluster of this
+machine started with --node-ip-address 127.0.0.1) keeps every Ray process of the campaign on
+loopback. A cluster whose port takes no connection, or that Ray cannot join, within
+--connect-timeout-s (30 s) ends the campaign with exit 2 and what to check.
+
+Exit: 0 every run passed, 1 a run failed, ended in error or timed out, 2 the campaign was refused
+(or its cluster did not answer), 130 stopped.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from acres_sim.campaign import pass_rate
 from acres_sim.campaign.campaign_file import CampaignError, load_campaign
-from acres_sim.campaign.executors import LocalRuns, RayRuns, keep_ray_on_loopback, ray_installed
+from acres_sim.campaign.executors import (
+    ClusterUnreachable,
+    LocalRuns,
+    RayRuns,
+    cluster_endpoint,
+    keep_ray_on_loopback,
+    on_loopback,
+    ray_installed,
+    wait_for_cluster,
+)
 from acres_sim.campaign.run import RunSpec
 from acres_sim.campaign.table import CampaignChanged, RunsTable, claim
 from acres_sim.scenario.judge import Judge
@@ -42,12 +58,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="a Ray cluster's address (ray start --head prints it); default: this machine")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="runs at once (default: one per core, of the cluster with --address)")
+    p.add_argument("--connect-timeout-s", type=float, default=30.0, metavar="S",
+                   help="with --address: the cluster answers and Ray joins it within this, or exit 2 (30)")
     p.add_argument("--check", action="store_true", help="check the campaign, list its runs and exit")
     args = p.parse_args(argv)
     if not args.out and not args.check:
         p.error("--out DIR is needed: the campaign's directory (new, or one to resume)")
     if args.workers is not None and args.workers < 1:
         p.error("--workers must be at least 1")
+    if not args.connect_timeout_s > 0:
+        p.error("--connect-timeout-s must be positive")
     return args
 
 
@@ -62,6 +82,29 @@ def _save(out: Path, result: dict[str, Any]) -> None:
         target = run_dir / name.removeprefix("run/")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+
+
+def _executor(args: argparse.Namespace) -> LocalRuns | RayRuns:
+    if not ray_installed():
+        return LocalRuns(args.workers)
+    if not args.address:
+        return RayRuns(None, args.workers)
+
+    def give_up() -> None:  # ray.init retries for minutes without a word: say why and end
+        print(f"campaign: the Ray cluster at {args.address} takes connections, but Ray did not join it "
+              f"within {args.connect_timeout_s:g} s: is it a Ray head's port (ray start --head prints the "
+              "address), of the same Ray and Python versions, and does it reach this machine back?",
+              file=sys.stderr, flush=True)
+        os._exit(2)
+
+    _say(f"joining the Ray cluster at {args.address}")
+    watchdog = threading.Timer(args.connect_timeout_s, give_up)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        return RayRuns(args.address, args.workers)
+    finally:
+        watchdog.cancel()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,6 +128,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not args.address:
         keep_ray_on_loopback()
+    else:
+        try:
+            endpoint = cluster_endpoint(args.address)
+            if endpoint is not None:
+                if on_loopback(endpoint[0]):
+                    keep_ray_on_loopback()  # Ray would take this machine's network address for the driver
+                wait_for_cluster(*endpoint, args.connect_timeout_s)
+        except ClusterUnreachable as exc:
+            print(f"campaign: {exc}", file=sys.stderr, flush=True)
+            return 2
     out = Path(args.out).resolve()
     try:
         claim(out, campaign, len(runs))
@@ -97,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     text = campaign.scenario_path.read_text(encoding="utf-8")
     specs = [RunSpec(r, text, campaign.scenario_path.name, str(campaign.path.parent), campaign.stack,
                      campaign.run_timeout_s, campaign.game_args) for r in todo]
-    executor = RayRuns(args.address, args.workers) if ray_installed() else LocalRuns(args.workers)
+    executor = _executor(args)
     _say(f"{campaign.scenario.name}: {len(runs)} runs over {', '.join(campaign.keys)}"
          f" ({len(runs) - len(todo)} finished before), {executor.workers} at once on {executor.where}")
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill ends it as Ctrl-C does

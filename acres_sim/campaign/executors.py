@@ -7,9 +7,11 @@ a run cancelled before it finished gives None.
 from __future__ import annotations
 
 import importlib.util
+import ipaddress
 import os
 import socket
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -28,6 +30,54 @@ def keep_ray_on_loopback() -> None:
     """Before Ray is imported, for a Ray instance of this machine alone: every Ray process binds to
     127.0.0.1 (Ray's switch for single-machine clusters; a cluster's nodes need their real address)."""
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+class ClusterUnreachable(Exception):
+    """No Ray cluster answers at the address given (the message says what to check)."""
+
+
+def cluster_endpoint(address: str) -> tuple[str, int] | None:
+    """(host, port) of a Ray address, "HOST:PORT" or "ray://HOST:PORT" (a bare host: Ray's 6379);
+    None for "auto" (Ray finds the cluster this machine started)."""
+    rest = address.removeprefix("ray://")
+    if rest == "auto":
+        return None
+    host, _, port = rest.rpartition(":") if ":" in rest else (rest, "", "6379")
+    host = host.strip("[]")  # [::1]:6379
+    try:
+        number = int(port)
+    except ValueError:
+        raise ClusterUnreachable(f"the Ray address {address!r} is not HOST:PORT") from None
+    if not host or not 0 < number < 65536:
+        raise ClusterUnreachable(f"the Ray address {address!r} is not HOST:PORT")
+    return host, number
+
+
+def on_loopback(host: str) -> bool:
+    """Whether every address the host name stands for is a loopback one (127.0.0.0/8, ::1)."""
+    try:
+        found = socket.getaddrinfo(host, None)
+    except socket.gaierror:
+        return False
+    return bool(found) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in found)
+
+
+def wait_for_cluster(host: str, port: int, timeout_s: float) -> None:
+    """Until the cluster's port takes a connection; ClusterUnreachable after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            with socket.create_connection((host, port), timeout=max(0.1, min(2.0, left))):
+                return
+        except OSError as exc:
+            last = exc
+        if time.monotonic() + 0.5 > deadline:
+            raise ClusterUnreachable(
+                f"no Ray cluster answered at {host}:{port} within {timeout_s:g} s ({last.strerror or last}): "
+                f"is `ray start --head --port {port}` running on {host}, and is that port open from this "
+                "machine?")
+        time.sleep(0.5)
 
 
 class _Runs:

@@ -36,6 +36,8 @@ def _campaign(tmp_path: Path, body: str, driver: str = "--speed 3") -> Path:
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
+    # as a user's shell: nothing keeps Ray on loopback by hand (the test session's Ray does)
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
     path = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
     env.update(PYTHONUNBUFFERED="1", PYTHONPATH=path)
     return env
@@ -196,3 +198,36 @@ def test_twelve_runs_on_a_two_node_ray_cluster_use_both_nodes_stop_and_resume(tm
     assert sum(r["status"] == "passed" for r in rows) == 6
     assert (out / "pass_rate.png").exists()
     _none_left(tmp_path)
+
+
+def test_a_cluster_address_that_does_not_answer_ends_the_campaign_at_once_naming_it(tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (the learners' extras: ACRES_LEARN=1 bootstrap)")
+    from harness.graph import free_port
+
+    campaign = _campaign(tmp_path, "grid:\n  objects.bale1.pose.y: [-28.0]\n")
+    port = free_port()  # nothing listens there
+    started = time.monotonic()
+    code, output = _run(campaign, tmp_path / "out", "--address", f"127.0.0.1:{port}",
+                        "--connect-timeout-s", "3", timeout_s=60.0)
+    assert code == 2, output
+    assert f"no Ray cluster answered at 127.0.0.1:{port} within 3 s" in output, output
+    assert f"ray start --head --port {port}" in output
+    assert time.monotonic() - started < 30.0  # not Ray's minutes of retries
+    assert not (tmp_path / "out" / "runs.csv").exists()
+
+
+def test_a_port_that_answers_but_is_no_ray_head_ends_the_campaign_after_the_timeout(tmp_path):
+    pytest.importorskip("ray", reason="Ray is not installed (the learners' extras: ACRES_LEARN=1 bootstrap)")
+    import socket
+
+    campaign = _campaign(tmp_path, "grid:\n  objects.bale1.pose.y: [-28.0]\n")
+    with socket.socket() as listening:  # takes connections, says nothing
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(16)
+        address = f"127.0.0.1:{listening.getsockname()[1]}"
+        started = time.monotonic()
+        code, output = _run(campaign, tmp_path / "out", "--address", address, "--connect-timeout-s", "8",
+                            timeout_s=120.0)
+    assert code == 2, output
+    assert f"the Ray cluster at {address} takes connections, but Ray did not join it within 8 s" in output
+    assert time.monotonic() - started < 60.0
