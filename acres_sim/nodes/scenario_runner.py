@@ -71,6 +71,7 @@ FIRST_CLOCK_SETTLE_S = 0.5  # ... at the first tick
 SOURCE_INPUTS = {"ackermann": ACKERMANN_CMD, "cmd_vel": CMD_VEL,
                  "dbw": f"drive-by-wire ({STEERING_CMD}, {THROTTLE_CMD}, {BRAKE_CMD})"}
 PROGRESS_EVERY_S = 2.0
+ROS_CLOSE_S = 10.0  # the runner's ROS node closes within this, or the run ends without it
 WATCH_EVERY_S = 0.5  # how often a long wait looks for Ctrl-C and dead processes
 
 
@@ -122,6 +123,7 @@ class ScenarioRun:
         self._started = time.monotonic()
         self.timings: dict[str, float | None] = {"first_step_wall_s": None, "first_command_wall_s": None}
         self.rule = CommandRule([a.name for a in scenario.agents], scenario.command_period_s)
+        self.abandoned = False  # an end step was left behind (see _end_step)
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -174,8 +176,8 @@ class ScenarioRun:
                     reason = reason or f"the episode log could not be finished: {exc}"
             if feed is not None:
                 self._end_step("the episode feed", feed.stop)
-            if ros is not None:
-                self._end_step("the ROS node", ros.close)
+            if ros is not None and not self._end_step("the ROS node", ros.close, ROS_CLOSE_S):
+                self.abandoned = True  # a thread inside rclpy: the process ends without waiting for it
             session.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -284,11 +286,30 @@ class ScenarioRun:
         feed.wait_handled(round(self.world_time_s * PHYSICS_HZ), BARRIER_TIMEOUT_S)
 
     @staticmethod
-    def _end_step(what: str, step: Any) -> None:
-        try:
-            step()
-        except Exception as exc:  # noqa: BLE001 -- the end goes on; the line says what did not end well
-            print(f"scenario: ending {what} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    def _end_step(what: str, step: Any, timeout_s: float | None = None) -> bool:
+        """One step of the end; False when it did not finish. With timeout_s it runs on a thread of
+        its own and is left behind after that long, so that the session still ends and the report is
+        still written (a ROS node's close was once seen never to return, and the run to wait out its
+        campaign's wall-clock limit)."""
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001 -- the end goes on; the line says what did not end well
+                print(f"scenario: ending {what} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            finally:
+                done.set()
+
+        if timeout_s is None:
+            run()
+            return True
+        threading.Thread(target=run, name="scenario-ending", daemon=True).start()
+        if done.wait(timeout_s):
+            return True
+        print(f"scenario: ending {what} did not finish within {timeout_s:g} s; the run ends without it",
+              file=sys.stderr, flush=True)
+        return False
 
     @staticmethod
     def _why(session: Any) -> str:
@@ -493,7 +514,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"scenario: refused: the episode log {run.log_path} exists (a log is never overwritten): "
               "give another --log or --out", file=sys.stderr)
         return 2
-    return run.execute()
+    code = run.execute()
+    if run.abandoned:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)  # the interpreter's own end would wait on what was left behind
+    return code
 
 
 if __name__ == "__main__":
