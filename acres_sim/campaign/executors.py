@@ -135,7 +135,9 @@ class RayRuns(_Runs):
             ray.init(address=address, log_to_driver=False)
             self.where = f"the Ray cluster at {address}"
         else:
-            ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
+            # "local": an instance of its own, never a cluster `ray start` left on this machine (Ray's
+            # default without an address would join that one)
+            ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
                      object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False)
             self.where = "this machine (a local Ray instance)"
         cpus = int(ray.cluster_resources().get("CPU", 1))

@@ -231,3 +231,24 @@ def test_a_port_that_answers_but_is_no_ray_head_ends_the_campaign_after_the_time
     assert code == 2, output
     assert f"the Ray cluster at {address} takes connections, but Ray did not join it within 8 s" in output
     assert time.monotonic() - started < 60.0
+
+
+def test_a_local_campaign_never_joins_a_cluster_left_on_the_machine(tmp_path):
+    """Ray without an address joins the last cluster `ray start` made on the machine (and refused
+    then: "num_cpus must not be provided"); a campaign without --address starts its own."""
+    pytest.importorskip("ray", reason="Ray is not installed (the learners' extras: ACRES_LEARN=1 bootstrap)")
+    from harness.graph import free_port
+
+    ray_cli = str(Path(sys.executable).with_name("ray"))
+    port = free_port()
+    subprocess.run([ray_cli, "start", "--head", "--port", str(port), "--node-ip-address", "127.0.0.1",
+                    "--num-cpus", "1", "--include-dashboard", "false", "--disable-usage-stats"],
+                   env=_env(), check=True, capture_output=True, timeout=120)
+    try:
+        campaign = _campaign(tmp_path, "grid:\n  objects.bale1.pose.y: [-20.0]\n")
+        code, output = _run(campaign, tmp_path / "out", "--workers", "1")
+        assert code == 0, output
+        assert "1 at once on this machine (a local Ray instance)" in output, output
+        assert f"127.0.0.1:{port}" not in output
+    finally:
+        subprocess.run([ray_cli, "stop", "--force"], env=_env(), capture_output=True, timeout=120)
