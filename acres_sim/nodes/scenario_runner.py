@@ -13,7 +13,6 @@ the episode log, starts the user's stack (--stack) and runs the world:
   and what was refused), and each step's barriers and states are awaited;
 - real time: the world plays; scenario time 0 is when every judged agent is under command, and a
   stack silent for stack_timeout_s of world time ends the run.
-
 Both are pacings of one interface (acres_sim/scenario/pacing.py): this loop does not know which.
 
 Every step's states, contacts and farm events are judged (acres_sim/scenario/judge.py); each judged
@@ -39,6 +38,7 @@ from typing import Any
 
 from acres_sim.scenario import report as reports
 from acres_sim.scenario.command import runner_args
+from acres_sim.scenario.ending import end_step
 from acres_sim.scenario.judge import Judge
 from acres_sim.scenario.model import Event, Scenario
 from acres_sim.scenario.pacing import CommandRule, LockstepPacing, RealTimePacing, Silent
@@ -123,7 +123,7 @@ class ScenarioRun:
         self._started = time.monotonic()
         self.timings: dict[str, float | None] = {"first_step_wall_s": None, "first_command_wall_s": None}
         self.rule = CommandRule([a.name for a in scenario.agents], scenario.command_period_s)
-        self.abandoned = False  # an end step was left behind (see _end_step)
+        self.abandoned = False  # an end step was left behind (see scenario/ending.py)
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -168,15 +168,15 @@ class ScenarioRun:
         finally:
             # Each step of the end on its own: whatever fails, the session's processes are stopped.
             if status in ("error", "interrupted"):
-                self._end_step("the tasks' last status", lambda: self.judge.abort(reason))
+                end_step("the tasks' last status", lambda: self.judge.abort(reason))
             if game is not None:
                 try:
                     game.record_stop()
                 except Exception as exc:  # noqa: BLE001 -- a dead game: its log ends at its last chunk
                     reason = reason or f"the episode log could not be finished: {exc}"
             if feed is not None:
-                self._end_step("the episode feed", feed.stop)
-            if ros is not None and not self._end_step("the ROS node", ros.close, ROS_CLOSE_S):
+                end_step("the episode feed", feed.stop)
+            if ros is not None and not end_step("the ROS node", ros.close, ROS_CLOSE_S):
                 self.abandoned = True  # a thread inside rclpy: the process ends without waiting for it
             session.stop()
             for sig, handler in previous.items():
@@ -284,32 +284,6 @@ class ScenarioRun:
             raise RunEnded("error", str(exc)) from None
         self.world_time_s = pacing.end()
         feed.wait_handled(round(self.world_time_s * PHYSICS_HZ), BARRIER_TIMEOUT_S)
-
-    @staticmethod
-    def _end_step(what: str, step: Any, timeout_s: float | None = None) -> bool:
-        """One step of the end; False when it did not finish. With timeout_s it runs on a thread of
-        its own and is left behind after that long, so that the session still ends and the report is
-        still written (a ROS node's close was once seen never to return, and the run to wait out its
-        campaign's wall-clock limit)."""
-        done = threading.Event()
-
-        def run() -> None:
-            try:
-                step()
-            except Exception as exc:  # noqa: BLE001 -- the end goes on; the line says what did not end well
-                print(f"scenario: ending {what} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-            finally:
-                done.set()
-
-        if timeout_s is None:
-            run()
-            return True
-        threading.Thread(target=run, name="scenario-ending", daemon=True).start()
-        if done.wait(timeout_s):
-            return True
-        print(f"scenario: ending {what} did not finish within {timeout_s:g} s; the run ends without it",
-              file=sys.stderr, flush=True)
-        return False
 
     @staticmethod
     def _why(session: Any) -> str:
@@ -516,8 +490,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     code = run.execute()
     if run.abandoned:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
         os._exit(code)  # the interpreter's own end would wait on what was left behind
     return code
 

@@ -1,7 +1,7 @@
 """The lockstep rule a scenario run waits for the stack by (acres_sim/scenario/pacing.py), with the
 held commands' watch it reads (acres_sim/control/lockstep.py): stacks of every pace, fed as their
 commands would reach it; the start's steps in one request; and an end step that never returns left
-behind (acres_sim/nodes/scenario_runner.py)."""
+behind (acres_sim/scenario/ending.py)."""
 
 from __future__ import annotations
 
@@ -155,14 +155,14 @@ def test_the_start_steps_are_one_request_so_an_answer_inside_them_always_acts_af
 
 
 def test_an_end_step_that_never_returns_is_left_behind_and_the_end_goes_on(capsys):
-    from acres_sim.nodes.scenario_runner import ScenarioRun
+    from acres_sim.scenario.ending import end_step
 
     never = threading.Event()
     ended = []
-    assert ScenarioRun._end_step("the stuck part", never.wait, timeout_s=0.2) is False
+    assert end_step("the stuck part", never.wait, timeout_s=0.2) is False
     assert "ending the stuck part did not finish within 0.2 s" in capsys.readouterr().err
-    assert ScenarioRun._end_step("the next part", lambda: ended.append(1), timeout_s=5.0) is True
-    assert ScenarioRun._end_step("a failing part", lambda: 1 / 0) is True  # said, not raised
+    assert end_step("the next part", lambda: ended.append(1), timeout_s=5.0) is True
+    assert end_step("a failing part", lambda: 1 / 0) is True  # said, not raised
     assert "ending a failing part failed: ZeroDivisionError" in capsys.readouterr().err
     assert ended == [1]
     never.set()
