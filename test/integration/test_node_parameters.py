@@ -26,11 +26,11 @@ def test_a_fixed_parameter_refuses_to_be_set_and_describes_its_range():
         graph.spin_until(lambda: all(c.service_is_ready() for c in clients.values()), 60, "sim_control")
         wanted = Parameter(name="control_port", value=ParameterValue(
             type=ParameterType.PARAMETER_INTEGER, integer_value=port + 1))
-        result = call_service(graph, clients[SetParameters], 20, parameters=[wanted]).results[0]
+        result = call_service(graph, clients[SetParameters], 20, 3, parameters=[wanted]).results[0]
         assert not result.successful and "read-only" in result.reason.lower(), result
-        got = call_service(graph, clients[GetParameters], 20, names=["control_port"]).values[0]
+        got = call_service(graph, clients[GetParameters], 20, 3, names=["control_port"]).values[0]
         assert got.integer_value == port  # unchanged
-        described = call_service(graph, clients[DescribeParameters], 20,
+        described = call_service(graph, clients[DescribeParameters], 20, 3,
                                  names=["control_port", "barrier_timeout_s", "feedback_steps"]).descriptors
         port_range, feedback_range = described[0].integer_range[0], described[2].integer_range[0]
         assert described[0].read_only and (port_range.from_value, port_range.to_value) == (1, 65535)

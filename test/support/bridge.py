@@ -165,11 +165,24 @@ def start_fake_game(args: list[str], domain_id: int) -> Process:
     return processes.start_module("acres_sim.fake_game", args, domain_id)
 
 
-def call_service(graph: Graph, client, timeout_s: float, **fields):
-    """One service call from the test's graph, waited for while the graph spins."""
+def call_service(graph: Graph, client, timeout_s: float, resend_every_s: float | None = None, **fields):
+    """One service call from the test's graph, waited for while the graph spins.
+
+    resend_every_s, for a request that may be made twice (a read, a refused set): the request again
+    while no answer came. A ready service (its request topic matched) may still lose the reply when
+    the server's reply writer has not yet matched the client's reader, which a loaded machine shows."""
     request = client.srv_type.Request()
     for key, value in fields.items():
         setattr(request, key, value)
-    future = client.call_async(request)
-    graph.spin_until(future.done, timeout_s, f"answer of {client.srv_name}")
-    return future.result()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        future = client.call_async(request)
+        left = deadline - time.monotonic()
+        wait = left if resend_every_s is None else min(left, resend_every_s)
+        try:
+            graph.spin_until(future.done, wait, f"answer of {client.srv_name}")
+            return future.result()
+        except AssertionError:
+            client.remove_pending_request(future)
+            if time.monotonic() >= deadline - 1e-3:
+                raise AssertionError(f"no answer of {client.srv_name} within {timeout_s} s") from None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 
 import rclpy
 from ackermann_msgs.msg import AckermannDriveStamped
@@ -152,11 +153,18 @@ class DbwDriver(PurePursuit):
         self.create_timer(1.0 / self.rate_hz, self.tick)
 
     def on_odom(self, msg: Odometry) -> None:
+        if DEBUG and self.pose is None:
+            stamp = msg.header.stamp
+            print(f"first odometry {stamp.sec}.{stamp.nanosec:09d} wall {time.time():.3f}", flush=True)
         super().on_odom(msg)
         self.speed_now = msg.twist.twist.linear.x
 
     def tick(self) -> None:
         out = self.control()
+        if DEBUG:
+            now = self.get_clock().now().nanoseconds * 1e-9
+            print(f"tick {now:.3f} odometry {out is not None} enabled {self.enabled} wall {time.time():.3f}",
+                  flush=True)
         if out is None:
             return
         if not self.enabled:
