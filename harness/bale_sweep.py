@@ -22,7 +22,8 @@ criteria:
   - {no_collision: {agent: polaris}}
   - {max_speed_mps: {agent: polaris, limit: 5.0}}
 """
-CRITERIA = ["no_collision(polaris)", "max_speed_mps(polaris, limit=5.0)"]
+# runs.csv's columns of the criteria: each one's name and unit
+CRITERIA = ["no_collision(polaris) [contacts]", "max_speed_mps(polaris, limit=5.0) [m/s]"]
 
 
 def write_campaign(directory: Path, sweep: str, driver: str = "--speed 3",

@@ -27,7 +27,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from acres_sim.campaign import pass_rate
 from acres_sim.campaign.campaign_file import CampaignError, load_campaign
@@ -41,7 +40,7 @@ from acres_sim.campaign.executors import (
     ray_installed,
     wait_for_cluster,
 )
-from acres_sim.campaign.run import RunSpec
+from acres_sim.campaign.run import FINISHED, RunResult, RunSpec
 from acres_sim.campaign.table import CampaignChanged, RunsTable, claim
 from acres_sim.scenario.judge import Judge
 
@@ -75,10 +74,10 @@ def _say(line: str) -> None:
     print(f"campaign: {line}", flush=True)
 
 
-def _save(out: Path, result: dict[str, Any]) -> None:
-    run_dir = out / "runs" / result["name"]
+def _save(out: Path, result: RunResult) -> None:
+    run_dir = out / "runs" / result.name
     run_dir.mkdir(parents=True, exist_ok=True)
-    for name, data in result["files"].items():
+    for name, data in result.files.items():
         target = run_dir / name.removeprefix("run/")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
@@ -144,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     except CampaignChanged as exc:
         print(f"campaign: refused: {exc}", file=sys.stderr)
         return 2
-    criteria = [c.name for c in Judge(campaign.scenario, math.inf, lambda status: None).criteria]
+    criteria = {c.name: c.unit for c in Judge(campaign.scenario, math.inf, lambda status: None).criteria}
     table = RunsTable(out, campaign, criteria)
     todo = [r for r in runs if r.name not in table.rows]
     text = campaign.scenario_path.read_text(encoding="utf-8")
@@ -162,15 +161,14 @@ def main(argv: list[str] | None = None) -> int:
                 while specs and executor.in_flight < executor.workers:
                     executor.submit(specs.pop(0))
                 for result in executor.finished(1.0):
-                    if result is None or result["status"] == "interrupted":
+                    if result is None or result.interrupted:
                         continue
                     _save(out, result)
                     table.add(result)
                     done += 1
-                    _say(f"{result['name']} {result['status']:<7} ({done}/{len(todo)}, "
-                         f"{result['wall_s']:.1f} s"
-                         f"{', node ' + result['node'][:12] if result['node'] else ''})"
-                         + (f": {result['reason']}" if result["reason"] else ""))
+                    _say(f"{result.name} {result.status:<7} ({done}/{len(todo)}, {result.wall_s:.1f} s"
+                         f"{', node ' + result.node[:12] if result.node else ''})"
+                         + (f": {result.reason}" if result.reason else ""))
         except KeyboardInterrupt:
             interrupted = True
             _say(f"stopping: the {executor.in_flight} runs under way end their sessions "
@@ -179,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
             deadline = time.monotonic() + DRAIN_S
             while executor.in_flight and time.monotonic() < deadline:
                 for result in executor.finished(1.0):
-                    if result is not None and result["status"] != "interrupted":
+                    if result is not None and not result.interrupted:
                         _save(out, result)
                         table.add(result)
     finally:
@@ -191,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             ranged = frozenset(k for k, d in campaign.draws.items() if d.kind == "uniform")
             pass_rate.draw(out / PICTURE, campaign.scenario.name, campaign.keys, rows, ranged)
     wall = time.monotonic() - started
-    counts = {s: sum(r["status"] == s for r in rows) for s in ("passed", "failed", "error", "timeout")}
+    counts = {s: sum(r["status"] == s for r in rows) for s in FINISHED}
     _say(f"{len(rows)}/{len(runs)} runs finished: " + ", ".join(f"{n} {s}" for s, n in counts.items())
          + (f"; {done} in {wall:.0f} s ({60.0 * done / wall:.2f} runs/min)" if done and wall > 0 else ""))
     _say(f"table {table.path}, picture {out / PICTURE}, runs {out / 'runs'}")

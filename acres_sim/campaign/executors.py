@@ -15,7 +15,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from acres_sim.campaign.run import RunSpec, execute_run
+from acres_sim.campaign.run import RunResult, RunSpec, execute_run
 
 # A local Ray instance: its object store holds the runs' results (a report and a log of a few MB
 # each) and no more; Ray's default would take 30 % of the machine's memory. No dashboard.
@@ -103,7 +103,7 @@ class LocalRuns(_Runs):
     def submit(self, spec: RunSpec) -> None:
         self._pending.add(self._pool.submit(execute_run, spec, self._node, self._stop))
 
-    def finished(self, timeout_s: float) -> list[dict[str, Any] | None]:
+    def finished(self, timeout_s: float) -> list[RunResult | None]:
         if not self._pending:
             return []
         done, self._pending = wait(self._pending, timeout_s, FIRST_COMPLETED)
@@ -118,7 +118,7 @@ class LocalRuns(_Runs):
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _on_a_ray_node(spec: RunSpec) -> dict[str, Any]:
+def _on_a_ray_node(spec: RunSpec) -> RunResult:
     import ray
 
     return execute_run(spec, ray.get_runtime_context().get_node_id())
@@ -148,12 +148,12 @@ class RayRuns(_Runs):
     def submit(self, spec: RunSpec) -> None:
         self._pending[self._task.remote(spec)] = spec
 
-    def finished(self, timeout_s: float) -> list[dict[str, Any] | None]:
+    def finished(self, timeout_s: float) -> list[RunResult | None]:
         if not self._pending:
             return []
         ray = self._ray
         done, _ = ray.wait(list(self._pending), num_returns=1, timeout=timeout_s)
-        out: list[dict[str, Any] | None] = []
+        out: list[RunResult | None] = []
         for ref in done:
             spec = self._pending.pop(ref)
             try:
@@ -161,10 +161,7 @@ class RayRuns(_Runs):
             except ray.exceptions.TaskCancelledError:
                 out.append(None)
             except ray.exceptions.RayError as exc:  # its worker or node died: the run has no verdict
-                out.append({"run": spec.run.index, "name": spec.run.name, "values": spec.run.values,
-                            "status": "error",
-                            "reason": f"Ray lost the run: {type(exc).__name__}: {exc}"[:500],
-                            "report": None, "node": "", "wall_s": 0.0, "files": {}})
+                out.append(RunResult.lost(spec.run, f"Ray lost the run: {type(exc).__name__}: {exc}"[:500]))
         return out
 
     def cancel(self) -> None:

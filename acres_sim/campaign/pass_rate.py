@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from acres_sim.campaign.run import FINISHED
+
 MAX_BARS = 8
 
 
@@ -61,7 +63,7 @@ def draw(path: Path, title: str, keys: list[str], rows: list[dict[str, str]],
         ax.set_xlabel(key)
         ax.set_ylabel("pass rate")
         ax.grid(axis="y", alpha=0.3)
-    statuses = {s: sum(r["status"] == s for r in rows) for s in ("passed", "failed", "error", "timeout")}
+    statuses = {s: sum(r["status"] == s for r in rows) for s in FINISHED}
     fig.suptitle(f"{title}: {len(rows)} runs (" + ", ".join(f"{n} {s}" for s, n in statuses.items()) + ")",
                  fontsize=10)
     fig.tight_layout()

@@ -25,6 +25,34 @@ from acres_sim.scenario.processes import Child
 
 POLL_S = 0.2
 RUNNER_STOP_S = 90.0
+# A finished run's status (the table keeps these; a resume runs every other run again)
+FINISHED = ("passed", "failed", "error", "timeout")
+INTERRUPTED = "interrupted"  # the campaign was stopped: not a result
+
+
+@dataclass
+class RunResult:
+    """What a run gives back to the campaign, whichever node ran it: its status and why, the
+    runner's report (None when it wrote none), where it ran, and every file it wrote, as bytes."""
+
+    run: int
+    name: str
+    values: dict[str, Any]
+    status: str
+    reason: str
+    report: dict[str, Any] | None = None
+    node: str = ""
+    wall_s: float = 0.0
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def interrupted(self) -> bool:
+        return self.status == INTERRUPTED
+
+    @classmethod
+    def lost(cls, run: Run, reason: str) -> RunResult:
+        """A run that gave nothing back (its worker or node died): no verdict."""
+        return cls(run.index, run.name, run.values, "error", reason)
 
 
 @dataclass
@@ -38,7 +66,7 @@ class RunSpec:
     game_args: list[str] = field(default_factory=list)
 
 
-def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -> dict[str, Any]:
+def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -> RunResult:
     """The run to its end; `stop` set (or KeyboardInterrupt, a cancelled Ray task) interrupts it."""
     started = time.monotonic()
     status, reason, report = "error", "", None
@@ -62,7 +90,7 @@ def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -
                     # writes its report; SIGKILL only if it has not within RUNNER_STOP_S
                     runner.stop(RUNNER_STOP_S)
         except KeyboardInterrupt:
-            status, reason = "interrupted", "the campaign was stopped"
+            status, reason = INTERRUPTED, "the campaign was stopped"
         except (OSError, TimeoutError) as exc:
             status, reason = "error", f"the run could not start: {exc}"
         report_path = out / "report.json"
@@ -74,16 +102,15 @@ def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -
             status, reason = "error", f"the scenario runner wrote no report (exit {runner.proc.returncode})"
         files = {str(p.relative_to(work)): p.read_bytes() for p in sorted(work.rglob("*"))
                  if p.is_file() and p != scenario}
-    return {"run": spec.run.index, "name": spec.run.name, "values": spec.run.values, "status": status,
-            "reason": reason, "report": report, "node": node, "wall_s": time.monotonic() - started,
-            "files": files}
+    return RunResult(spec.run.index, spec.run.name, spec.run.values, status, reason, report, node,
+                     time.monotonic() - started, files)
 
 
 def _wait(runner: Child, deadline: float, stop: threading.Event | None, timeout_s: float) -> tuple[str, str]:
     """('', '') once the runner ended by itself (its report says how), else why it was ended."""
     while runner.alive:
         if stop is not None and stop.is_set():
-            return "interrupted", "the campaign was stopped"
+            return INTERRUPTED, "the campaign was stopped"
         if time.monotonic() > deadline:
             return "timeout", (f"the run took longer than its wall-clock limit of {timeout_s:g} s "
                                "(run_timeout_s)")

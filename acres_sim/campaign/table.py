@@ -3,7 +3,8 @@ then renamed) after each, so that a campaign stopped at any moment leaves a tabl
 and DIR/campaign.json, the files it was made from (their SHA-256), which a resume must match.
 
 Columns: run, a column per swept key (its dotted key), status (passed, failed, error, timeout),
-passed, a column per criterion with its value, node (where it ran), wall_s, reason.
+passed, a column per criterion with its value (the header names its unit: `reach(...) [s]`), node
+(where it ran), wall_s, reason.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from acres_sim.campaign.campaign_file import Campaign
+from acres_sim.campaign.run import FINISHED, RunResult
 
-FINISHED = ("passed", "failed", "error", "timeout")
 TABLE, STATE = "runs.csv", "campaign.json"
 
 
@@ -25,11 +26,13 @@ class CampaignChanged(ValueError):
 
 
 class RunsTable:
-    def __init__(self, out_dir: Path, campaign: Campaign, criteria: list[str]):
+    def __init__(self, out_dir: Path, campaign: Campaign, criteria: dict[str, str]):
+        """criteria: each criterion's name and unit, in the scenario's order."""
         self.path = out_dir / TABLE
         self.keys = campaign.keys
-        self.criteria = criteria
-        self.columns = ["run", *self.keys, "status", "passed", *criteria, "node", "wall_s", "reason"]
+        self.criteria = {name: f"{name} [{unit}]" if unit else name for name, unit in criteria.items()}
+        self.columns = ["run", *self.keys, "status", "passed", *self.criteria.values(), "node", "wall_s",
+                        "reason"]
         self.rows: dict[str, dict[str, str]] = {}
         if self.path.exists():
             with open(self.path, newline="", encoding="utf-8") as f:
@@ -37,14 +40,14 @@ class RunsTable:
                     if row.get("status") in FINISHED:
                         self.rows[row["run"]] = {c: row.get(c, "") for c in self.columns}
 
-    def add(self, result: dict[str, Any]) -> None:
-        report = result["report"] or {}
+    def add(self, result: RunResult) -> None:
+        report = result.report or {}
         values = {c["name"]: c["value"] for c in report.get("criteria", [])}
-        row = {"run": result["name"], **{k: _cell(result["values"].get(k)) for k in self.keys},
-               "status": result["status"], "passed": str(result["status"] == "passed"),
-               **{c: _cell(values.get(c)) for c in self.criteria}, "node": result["node"],
-               "wall_s": f"{result['wall_s']:.2f}", "reason": result["reason"]}
-        self.rows[result["name"]] = row
+        row = {"run": result.name, **{k: _cell(result.values.get(k)) for k in self.keys},
+               "status": result.status, "passed": str(result.status == "passed"),
+               **{column: _cell(values.get(c)) for c, column in self.criteria.items()}, "node": result.node,
+               "wall_s": f"{result.wall_s:.2f}", "reason": result.reason}
+        self.rows[result.name] = row
         self.write()
 
     def write(self) -> None:

@@ -283,7 +283,7 @@ class AcresParallelEnv(ParallelEnv):
     def _criteria(self, agent: str) -> dict[str, Any]:
         assert self._session is not None
         return {"criteria": {c.name: {"passed": c.verdict.passed, "value": c.verdict.value,
-                                      "limit": c.verdict.limit, "detail": c.verdict.detail}
+                                      "limit": c.verdict.limit, "unit": c.unit, "detail": c.verdict.detail}
                              for c in self._session.judge.criteria if c.agent == agent}}
 
     # -- the rest of the API ----------------------------------------------------------------------

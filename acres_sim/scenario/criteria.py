@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from acres_sim.bodies import Solid, clearance
 
@@ -81,6 +81,7 @@ class Criterion:
     params: dict[str, Any]
     verdict: Verdict = field(default_factory=Verdict)
     duration_s: float = 0.0
+    unit: ClassVar[str] = ""  # of its value and limit, as the report, runs.csv and the summary say it
 
     def __post_init__(self) -> None:
         pass  # each kind sets its limit and its running measure here
@@ -110,6 +111,8 @@ class Criterion:
 
 
 class NoCollision(Criterion):
+    unit = "contacts"
+
     def __post_init__(self) -> None:
         self.verdict.value, self.verdict.limit = 0.0, 0.0
 
@@ -132,6 +135,8 @@ class NoCollision(Criterion):
 
 
 class Reach(Criterion):
+    unit = "s"
+
     def __post_init__(self) -> None:
         self.radius = float(self.params.get("radius_m", 2.0))
         self.within_s = float(self.params.get("within_s", self.duration_s))
@@ -172,6 +177,8 @@ class Reach(Criterion):
 
 
 class StopBefore(Criterion):
+    unit = "m"
+
     def __post_init__(self) -> None:
         self.verdict.limit = float(self.params["min_distance_m"])
         self.gap: float | None = None
@@ -218,6 +225,8 @@ class StopBefore(Criterion):
 
 
 class MinClearance(Criterion):
+    unit = "m"
+
     def __post_init__(self) -> None:
         self.verdict.limit = float(self.params["limit"])
 
@@ -260,6 +269,8 @@ def _reach(body: Solid) -> float:
 
 
 class MaxCropCrushed(Criterion):
+    unit = "m2"
+
     def __post_init__(self) -> None:
         self.verdict.value, self.verdict.limit = 0.0, float(self.params["limit"])
 
@@ -277,6 +288,8 @@ class MaxCropCrushed(Criterion):
 
 
 class MaxSpeed(Criterion):
+    unit = "m/s"
+
     def __post_init__(self) -> None:
         self.verdict.value, self.verdict.limit = 0.0, float(self.params["limit"])
 

@@ -31,7 +31,8 @@ def report(judge: Judge, status: str, reason: str, wall_s: float, files: dict[st
         "world_time_s": judge.t, "duration_s": s.duration_s, "steps": judge.steps, "wall_time_s": wall_s,
         "criteria": [{"name": c.name, "kind": type(c).__name__, "agent": c.agent,
                       "passed": c.verdict.passed, "value": _number(c.verdict.value),
-                      "limit": _number(c.verdict.limit), "decided_at_s": c.verdict.decided_at_s,
+                      "limit": _number(c.verdict.limit), "unit": c.unit,
+                      "decided_at_s": c.verdict.decided_at_s,
                       "detail": c.verdict.detail} for c in judge.criteria],
         "files": files, **(timings or {}),
     }
@@ -53,7 +54,8 @@ def write_junit(path: str | Path, result: dict[str, Any]) -> None:
     for c in cases:
         case = ET.SubElement(suite, "testcase", classname=f"scenario.{result['scenario']}", name=c["name"],
                              time=f"{c['decided_at_s'] or 0.0:.3f}")
-        measured = f"value {c['value']} (limit {c['limit']}): {c['detail']}"
+        unit = f" {c['unit']}" if c.get("unit") else ""
+        measured = f"value {c['value']}{unit} (limit {c['limit']}{unit}): {c['detail']}"
         if c["passed"] is False:
             ET.SubElement(case, "failure", message=c["detail"] or "failed").text = measured
         elif c["passed"] is None:
@@ -73,8 +75,9 @@ def summary(result: dict[str, Any]) -> str:
              f"{result['steps']} steps, {result['wall_time_s']:.1f} s wall"]
     for c in result["criteria"]:
         mark = {True: "pass", False: "FAIL", None: "----"}[c["passed"]]
-        value = "-" if c["value"] is None else f"{c['value']:.4g}"
-        limit = "-" if c["limit"] is None else f"{c['limit']:.4g}"
+        unit = f" {c['unit']}" if c.get("unit") else ""
+        value = "-" if c["value"] is None else f"{c['value']:.4g}{unit}"
+        limit = "-" if c["limit"] is None else f"{c['limit']:.4g}{unit}"
         when = "" if c["decided_at_s"] is None else f" at {c['decided_at_s']:.2f} s"
         lines.append(f"  [{mark}] {c['name']}: {value} (limit {limit}){when} {c['detail']}")
     for kind, path in result["files"].items():

@@ -100,3 +100,24 @@ def test_a_ros_domain_is_leased_to_one_holder_at_a_time(tmp_path, monkeypatch):
     monkeypatch.setenv("ACRES_SIM_DOMAINS", "300")
     with pytest.raises(ValueError, match="0 to 232"):
         DomainLease(directory=tmp_path).__enter__()
+
+
+def test_the_runs_table_keeps_finished_runs_only_and_reads_back_what_it_wrote(tmp_path):
+    """A run's result is one record (RunResult); the table writes a row per finished one and, read
+    again on resume, keeps exactly those: an interrupted run is none of them and runs again."""
+    from acres_sim.campaign.run import FINISHED, INTERRUPTED, RunResult
+    from acres_sim.campaign.table import RunsTable
+
+    campaign = load_campaign(_write(tmp_path, "grid:\n  conditions.dust: [0.0, 0.5, 0.9]\n"))
+    runs = campaign.runs()
+    report = {"criteria": [{"name": "no_collision(polaris)", "value": 0.0}]}
+    table = RunsTable(tmp_path, campaign, {"no_collision(polaris)": "contacts"})
+    table.add(RunResult(runs[0].index, runs[0].name, runs[0].values, "failed", "", report, "n1", 4.25))
+    table.add(RunResult.lost(runs[1], "Ray lost the run: its node died"))
+    table.add(RunResult(runs[2].index, runs[2].name, runs[2].values, INTERRUPTED, "stopped"))
+    again = RunsTable(tmp_path, campaign, {"no_collision(polaris)": "contacts"})
+    assert sorted(again.rows) == [runs[0].name, runs[1].name] and INTERRUPTED not in FINISHED
+    first, lost = again.rows[runs[0].name], again.rows[runs[1].name]
+    assert (first["status"], first["passed"], first["no_collision(polaris) [contacts]"], first["wall_s"]) == (
+        "failed", "False", "0.0", "4.25")
+    assert (lost["status"], lost["node"], lost["reason"]) == ("error", "", "Ray lost the run: its node died")

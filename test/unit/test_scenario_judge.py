@@ -146,10 +146,13 @@ def test_the_junit_file_has_a_case_per_criterion_and_the_summary_a_line_each(jud
     assert set(cases) == {c.name for c in judge.criteria}
     failure = cases["max_speed_mps(polaris, limit=3.0)"].find("failure")
     assert failure is not None and failure.get("message") == "4.00 m/s"
-    assert "value 4.0 (limit 3.0)" in (failure.text or "")
+    assert "value 4.0 m/s (limit 3.0 m/s)" in (failure.text or "")
     text = reports.summary(result)
     assert "FAILED" in text
-    assert "[FAIL] max_speed_mps(polaris, limit=3.0): 4 (limit 3) at 0.10 s 4.00 m/s" in text
+    assert "[FAIL] max_speed_mps(polaris, limit=3.0): 4 m/s (limit 3 m/s) at 0.10 s 4.00 m/s" in text
+    assert {c["name"].split("(")[0]: c["unit"] for c in result["criteria"]} == {
+        "no_collision": "contacts", "reach": "s", "stop_before": "m", "min_clearance_m": "m",
+        "max_crop_crushed_m2": "m2", "max_speed_mps": "m/s"}
     assert result["exit_code"] == 1 and not math.isnan(result["wall_time_s"])
 
 
