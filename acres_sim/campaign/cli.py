@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from acres_sim.campaign import pass_rate
+from acres_sim.campaign import html_report, pass_rate
 from acres_sim.campaign.campaign_file import CampaignError, load_campaign
 from acres_sim.campaign.executors import (
     ClusterUnreachable,
@@ -188,11 +188,13 @@ def main(argv: list[str] | None = None) -> int:
         if rows:
             ranged = frozenset(k for k, d in campaign.draws.items() if d.kind == "uniform")
             pass_rate.draw(out / PICTURE, campaign.scenario.name, campaign.keys, rows, ranged)
+            html_report.write_index(out, campaign.scenario.name, str(campaign.path), campaign.keys, criteria,
+                                    rows, len(runs), PICTURE)
     wall = time.monotonic() - started
     counts = {s: sum(r["status"] == s for r in rows) for s in FINISHED}
     _say(f"{len(rows)}/{len(runs)} runs finished: " + ", ".join(f"{n} {s}" for s, n in counts.items())
          + (f"; {done} in {wall:.0f} s ({60.0 * done / wall:.2f} runs/min)" if done and wall > 0 else ""))
-    _say(f"table {table.path}, picture {out / PICTURE}, runs {out / 'runs'}")
+    _say(f"page {out / html_report.PAGE} (open it in a browser), table {table.path}, runs {out / 'runs'}")
     if interrupted:
         return 130
     return 0 if counts["passed"] == len(runs) else 1

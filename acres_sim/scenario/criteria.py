@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 from acres_sim.bodies import Solid, clearance
 
 REST_MPS = 0.05  # below this an agent is at rest
+CLOSING_MPS = 1e-3  # a gap closing slower than this is not closing (min_ttc_s)
 CROP_CRUSHED = 0  # acres_interfaces/FarmEvent.CROP_CRUSHED
 
 
@@ -82,6 +83,8 @@ class Criterion:
     verdict: Verdict = field(default_factory=Verdict)
     duration_s: float = 0.0
     unit: ClassVar[str] = ""  # of its value and limit, as the report, runs.csv and the summary say it
+    # +1: the value must stay at or above the limit (a gap), -1: at or below it (a speed, a time)
+    sense: ClassVar[int] = -1
 
     def __post_init__(self) -> None:
         pass  # each kind sets its limit and its running measure here
@@ -89,6 +92,15 @@ class Criterion:
     @property
     def decided(self) -> bool:
         return self.verdict.passed is not None
+
+    @property
+    def margin(self) -> float | None:
+        """How far the value is from failing, in its unit: the clearance left, the time to spare,
+        the speed below the limit (negative: beyond it); None while there is no value."""
+        value, limit = self.verdict.value, self.verdict.limit
+        if value is None or limit is None:
+            return None
+        return self.sense * (float(value) - float(limit))
 
     def decide(self, passed: bool, t: float, detail: str) -> None:
         if not self.decided:
@@ -178,6 +190,7 @@ class Reach(Criterion):
 
 class StopBefore(Criterion):
     unit = "m"
+    sense = 1
 
     def __post_init__(self) -> None:
         self.verdict.limit = float(self.params["min_distance_m"])
@@ -226,6 +239,7 @@ class StopBefore(Criterion):
 
 class MinClearance(Criterion):
     unit = "m"
+    sense = 1
 
     def __post_init__(self) -> None:
         self.verdict.limit = float(self.params["limit"])
@@ -251,6 +265,45 @@ class MinClearance(Criterion):
         self.verdict.value = gap if self.verdict.value is None else min(self.verdict.value, gap)
         if gap < float(self.verdict.limit or 0.0):
             self.decide(False, t, f"{gap:.3f} m from {self.params['entity']}")
+
+
+class MinTimeToCollision(Criterion):
+    """The least time to collision with an entity: the box-to-box gap over the speed at which it
+    closes, step to step (a gap that holds or opens counts no time); failed when it falls below the
+    limit. A contact while closing is a time of 0."""
+
+    unit = "s"
+    sense = 1
+
+    def __post_init__(self) -> None:
+        self.verdict.limit = float(self.params["limit"])
+        self._last: tuple[float, float] | None = None  # the previous step's (t, gap)
+
+    def update(self, view: StepView) -> None:
+        self._at(view.t, view.bodies.get(self.agent), view.bodies.get(self.params["entity"]))
+
+    def update_trace(self, trace: StepTrace) -> None:
+        entity = self.params["entity"]
+        for i, t in enumerate(trace.t):
+            self._at(t, trace.body(self.agent, i), trace.body(entity, i))
+
+    def _at(self, t: float, body: Solid | None, other: Solid | None) -> None:
+        if body is None or other is None:
+            self._last = None
+            return
+        gap = clearance(body, other)
+        last, self._last = self._last, (t, gap)
+        if last is None or t <= last[0]:
+            return
+        closing = (last[1] - gap) / (t - last[0])
+        if closing <= CLOSING_MPS:
+            return
+        ttc = gap / closing
+        if self.verdict.value is None or ttc < self.verdict.value:
+            self.verdict.value = ttc
+        if ttc < float(self.verdict.limit or 0.0):
+            self.decide(False, t, f"{ttc:.2f} s from {self.params['entity']} ({gap:.2f} m, closing at "
+                                  f"{closing:.2f} m/s)")
 
 
 def contacts_of(agent: str, contacts: list[dict[str, Any]], named: Any = None) -> list[dict[str, Any]]:
@@ -328,6 +381,8 @@ CATALOGUE = {
     "max_crop_crushed_m2": CriterionKind(MaxCropCrushed, {"agent": "agent", "limit": "area"},
                                          ("agent", "limit")),
     "max_speed_mps": CriterionKind(MaxSpeed, {"agent": "agent", "limit": "speed"}, ("agent", "limit")),
+    "min_ttc_s": CriterionKind(MinTimeToCollision, {"agent": "agent", "entity": "entity", "limit": "time"},
+                               ("agent", "entity", "limit")),
 }
 
 

@@ -31,7 +31,7 @@ def report(judge: Judge, status: str, reason: str, wall_s: float, files: dict[st
         "world_time_s": judge.t, "duration_s": s.duration_s, "steps": judge.steps, "wall_time_s": wall_s,
         "criteria": [{"name": c.name, "kind": type(c).__name__, "agent": c.agent,
                       "passed": c.verdict.passed, "value": _number(c.verdict.value),
-                      "limit": _number(c.verdict.limit), "unit": c.unit,
+                      "limit": _number(c.verdict.limit), "unit": c.unit, "margin": _number(c.margin),
                       "decided_at_s": c.verdict.decided_at_s,
                       "detail": c.verdict.detail} for c in judge.criteria],
         "files": files, **(timings or {}),

@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -128,7 +130,7 @@ def test_a_campaign_sweeps_stops_keeps_its_table_resumes_and_refuses_a_changed_s
     stopped = _table(out)
     assert 1 <= len(stopped) < 4
     _none_left(tmp_path)
-    assert (out / "pass_rate.png").exists()
+    assert (out / "pass_rate.png").exists() and (out / "index.html").exists()
 
     code, output = _run(campaign, out, "--workers", "2")
     assert code == 1, output  # two runs fail (the bale on the track)
@@ -252,3 +254,43 @@ def test_a_local_campaign_never_joins_a_cluster_left_on_the_machine(tmp_path):
         assert f"127.0.0.1:{port}" not in output
     finally:
         subprocess.run([ray_cli, "stop", "--force"], env=_env(), capture_output=True, timeout=120)
+
+
+def _browser() -> str:
+    names = ("chromium", "chromium-browser", "google-chrome")
+    found = next((shutil.which(b) for b in names if shutil.which(b)), None)
+    if found is None:
+        pytest.skip("no Chromium to open the campaign's page in (apt-get install chromium)")
+    return found
+
+
+@pytest.mark.variant
+def test_the_campaign_page_opens_in_a_browser_with_every_run_and_a_view_of_each_failure(tmp_path):
+    """DIR/index.html as a user opens it, in headless Chromium from disk: its table holds every run
+    (counted in the DOM after the page's script ran), each failing run has a top view with its
+    contact, and the page is drawn (a screenshot that is not blank)."""
+    browser = _browser()
+    campaign = _campaign(tmp_path, "grid:\n  objects.bale1.pose.y: [-28.0, -20.0]\n")
+    out = tmp_path / "out"
+    code, output = _run(campaign, out, "--workers", "2")
+    assert code == 1, output
+    page = out / "index.html"
+    assert f"page {page}" in output
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1300,1200"]
+    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=120).stdout
+    rows = re.findall(r'<tr class="(passed|failed|error|timeout)" id="row-(run\d+)"', dom)
+    assert sorted(rows) == [("failed", "run0000"), ("passed", "run0001")], dom[:2000]
+    assert '<span id="shown">2</span>' in dom  # set by the page's script: it ran
+    views = re.findall(r'<figure id="view-(run\d+)">(.*?)</figure>', dom, re.S)
+    assert [v[0] for v in views] == ["run0000"]
+    assert 'stroke="red"' in views[0][1] and "polaris met bale1" in views[0][1]  # the contact drawn
+    assert "[m/s]" in dom and 'class="negative"' in dom  # units, and the failed criterion's margin
+    shot = tmp_path / "page.png"
+    subprocess.run([browser, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True,
+                   timeout=120, check=True)
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)[..., :3]
+    drawn = (pixels < 0.9).any(axis=2).mean()  # the share of pixels that are not white
+    assert pixels.shape[:2] == (1200, 1300) and drawn > 0.05, drawn

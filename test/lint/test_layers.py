@@ -43,8 +43,9 @@ ALLOWED = (
     # a learner's world: the scenario's, through the game's own clients (no ROS graph)
     ("acres_sim.learn", ("acres_sim.scenario", "acres_sim.fake_game", "acres_sim.game", "acres_sim.stream",
                          "acres_sim.drive")),
-    # a campaign: scenario runs (the runner is started as a process, not imported)
-    ("acres_sim.campaign", ("acres_sim.scenario",)),
+    # a campaign: scenario runs (the runner is started as a process, not imported); its page draws
+    # the failing runs from their episode logs
+    ("acres_sim.campaign", ("acres_sim.scenario", "acres_sim.episode")),
     ("acres_sim.nodes", ("acres_sim.stream", "acres_sim.convert", "acres_sim.middleware", "acres_sim.game",
                          "acres_sim.drive", "acres_sim.control", "acres_sim.fake_game", "acres_sim.episode",
                          "acres_sim.scenario", "acres_sim.description")),

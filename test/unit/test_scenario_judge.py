@@ -28,6 +28,7 @@ criteria:
   - {min_clearance_m: {agent: polaris, entity: bale1, limit: 1.0}}
   - {max_speed_mps: {agent: polaris, limit: 3.0}}
   - {max_crop_crushed_m2: {agent: polaris, limit: 0.5}}
+  - {min_ttc_s: {agent: polaris, entity: bale1, limit: 1.0}}
 """
 INFO = {"name": "polaris", "length_m": 3.05, "width_m": 1.59, "height_m": 1.98, "rear_overhang_m": 0.45}
 UPRIGHT = {"x": 0, "y": 0, "z": 0, "w": 1}
@@ -80,6 +81,8 @@ def test_a_drive_that_stops_in_time_passes_every_criterion(judged):
     assert v["stop_before"][1] == pytest.approx(9.25 - 7.1)
     assert v["min_clearance_m"][1] == pytest.approx(9.25 - 7.1)
     assert v["max_speed_mps"][1] == 2.0 and v["max_crop_crushed_m2"][1] == pytest.approx(0.40)
+    # 2.25 m left at 2 m/s before it slowed to a stop 0.1 m on: 1.125 s, the least time to collision
+    assert v["min_ttc_s"][1] == pytest.approx(2.25 / 2.0)
     assert [t["state"] for t in tasks] == [RUNNING, SUCCEEDED]  # told when it changed, and at the end
     assert tasks[-1]["task"] == "judged" and tasks[-1]["progress"] == 1.0
     assert tasks[0]["header"]["stamp"] == _stamp(100.1)
@@ -101,6 +104,7 @@ def test_a_drive_into_the_bale_fails_at_the_contact_with_where_and_how_fast(judg
     assert v["no_collision"][3] == "hit bale1 at (9.25, 0.00) at 2.50 m/s"
     assert v["stop_before"][:2] == (False, 0.0) and v["stop_before"][3] == "ran into bale1"
     assert v["min_clearance_m"][0] is False
+    assert v["min_ttc_s"][0] is False and v["min_ttc_s"][2] < 2.7  # below 1 s before the contact
     assert v["reach"][0] is True
     states = [t["state"] for t in tasks]
     assert states[-1] == FAILED and "no_collision(polaris): hit bale1" in tasks[-1]["detail"]
@@ -141,7 +145,7 @@ def test_the_junit_file_has_a_case_per_criterion_and_the_summary_a_line_each(jud
     path = tmp_path / "junit.xml"
     reports.write_junit(path, result)
     suite = ET.parse(path).getroot().find("testsuite")
-    assert suite is not None and suite.get("tests") == "6" and suite.get("failures") == "3"
+    assert suite is not None and suite.get("tests") == "7" and suite.get("failures") == "3"
     cases = {case.get("name"): case for case in suite.findall("testcase")}
     assert set(cases) == {c.name for c in judge.criteria}
     failure = cases["max_speed_mps(polaris, limit=3.0)"].find("failure")
@@ -152,7 +156,11 @@ def test_the_junit_file_has_a_case_per_criterion_and_the_summary_a_line_each(jud
     assert "[FAIL] max_speed_mps(polaris, limit=3.0): 4 m/s (limit 3 m/s) at 0.10 s 4.00 m/s" in text
     assert {c["name"].split("(")[0]: c["unit"] for c in result["criteria"]} == {
         "no_collision": "contacts", "reach": "s", "stop_before": "m", "min_clearance_m": "m",
-        "max_crop_crushed_m2": "m2", "max_speed_mps": "m/s"}
+        "max_crop_crushed_m2": "m2", "max_speed_mps": "m/s", "min_ttc_s": "s"}
+    margins = {c["name"].split("(")[0]: c["margin"] for c in result["criteria"]}
+    # how far from failing, in the unit: 1 m/s beyond the speed limit, no contact, no crop
+    assert margins["max_speed_mps"] == pytest.approx(-1.0) and margins["no_collision"] == 0.0
+    assert margins["max_crop_crushed_m2"] == pytest.approx(0.5)
     assert result["exit_code"] == 1 and not math.isnan(result["wall_time_s"])
 
 
