@@ -31,6 +31,7 @@ import yaml
 from acres_sim.scenario.errors import ScenarioError
 from acres_sim.scenario.model import Scenario
 from acres_sim.scenario.scenario_file import load
+from acres_sim.scenario.yaml_nodes import NodeReader, compose
 
 SCHEMA_VERSION = 1
 TOP_KEYS = ("acres_campaign", "scenario", "grid", "random", "stack", "run_timeout_s", "game_args")
@@ -38,7 +39,7 @@ RUN_TIMEOUT_BASE_S, RUN_TIMEOUT_PER_WORLD_S = 120.0, 10.0
 
 
 class CampaignError(ValueError):
-    """A campaign that cannot run: the message names the file and the key."""
+    """A campaign that cannot run: the message names the file, the line and the key."""
 
 
 @dataclass(frozen=True)
@@ -106,94 +107,94 @@ def _sha256(path: Path) -> str:
 
 
 def load_campaign(path: str | Path) -> Campaign:
-    """The campaign of a file with every run's overrides checked; CampaignError otherwise."""
+    """The campaign of a file with every run's overrides checked; CampaignError otherwise, naming the
+    file, the line and the key."""
     path = Path(path).resolve()
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CampaignError(f"{path}: cannot read the campaign: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise CampaignError(f"{path}: not YAML: {exc}") from None
-
-    def fail(key: str, message: str) -> CampaignError:
-        return CampaignError(f"{path}: {key}: {message}")
-
-    if not isinstance(doc, dict):
-        raise CampaignError(f"{path}: a campaign is a mapping (acres_campaign: 1, scenario: ..., grid: ...)")
-    unknown = [k for k in doc if k not in TOP_KEYS]
-    if unknown:
-        raise fail(str(unknown[0]), f"not a campaign key; the keys are {', '.join(TOP_KEYS)}")
-    if doc.get("acres_campaign") != SCHEMA_VERSION:
-        raise fail("acres_campaign", f"must be {SCHEMA_VERSION} (the schema version), got "
-                                     f"{doc.get('acres_campaign')!r}")
-    if not isinstance(doc.get("scenario"), str):
-        raise fail("scenario", "the scenario file's path (relative to the campaign file) is needed")
-    scenario_path = (path.parent / doc["scenario"]).resolve()
-    grid = doc.get("grid") or {}
-    if not isinstance(grid, dict):
-        raise fail("grid", "a mapping of dotted scenario keys to lists of values")
-    for key, values in grid.items():
-        if not isinstance(values, list) or not values:
-            raise fail(f"grid.{key}", "a non-empty list of values")
-    draws, runs, seed = _random(doc.get("random"), fail)
-    overlap = set(grid) & set(draws)
-    if overlap:
-        raise fail(f"random.{sorted(overlap)[0]}", "swept by the grid already")
-    if not grid and not draws:
-        raise fail("grid", "a campaign sweeps something: give grid and/or random")
-    stack = doc.get("stack") or ""
-    if not isinstance(stack, str):
-        raise fail("stack", "a command line (a string)")
-    game_args = doc.get("game_args") or []
-    if not isinstance(game_args, list) or not all(isinstance(a, str) for a in game_args):
-        raise fail("game_args", "a list of strings")
-    try:
-        scenario = load(scenario_path)
+        return _CampaignReader(str(path)).campaign(path)
     except ScenarioError as exc:
-        raise fail("scenario", str(exc)) from None
-    timeout = doc.get("run_timeout_s", RUN_TIMEOUT_BASE_S + RUN_TIMEOUT_PER_WORLD_S * scenario.duration_s)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise fail("run_timeout_s", f"a positive number of seconds, got {timeout!r}")
-    campaign = Campaign(path, scenario_path, scenario, {k: list(v) for k, v in grid.items()}, draws, runs,
-                        seed, stack, float(timeout), list(game_args),
-                        {"campaign": _sha256(path), "scenario": _sha256(scenario_path)})
-    for run in campaign.runs():
+        raise CampaignError(str(exc)) from None
+
+
+class _CampaignReader(NodeReader):
+    def campaign(self, path: Path) -> Campaign:
+        root = compose(path, "campaign")
+        if not isinstance(root, yaml.MappingNode):
+            raise ScenarioError(f"{path}:1", "", "a campaign is a mapping (acres_campaign: 1, scenario: ..., "
+                                                 "grid: ...)")
+        top = self.mapping(root, "", TOP_KEYS, ("acres_campaign", "scenario"))
+        if self.value(top["acres_campaign"]) != SCHEMA_VERSION:
+            raise self.fail(top["acres_campaign"], "acres_campaign", f"must be {SCHEMA_VERSION} (the schema "
+                            f"version), got {self.value(top['acres_campaign'])!r}")
+        scenario_path = (path.parent / self.text(top["scenario"], "scenario")).resolve()
+        grid = self.grid(top["grid"]) if "grid" in top else {}
+        draws, runs, seed = self.random(top["random"]) if "random" in top else ({}, 0, 0)
+        overlap = [k for k in draws if k in grid]
+        if overlap:
+            raise self.fail(top["random"], f"random.{overlap[0]}", "swept by the grid already")
+        if not grid and not draws:
+            raise self.fail(root, "grid", "a campaign sweeps something: give grid and/or random")
+        stack = self.text(top["stack"], "stack") if "stack" in top else ""
+        game_args = [self.text(a, f"game_args.{i}") for i, a in
+                     enumerate(self.sequence(top["game_args"], "game_args"))] if "game_args" in top else []
         try:
-            load(scenario_path, run.overrides())
+            scenario = load(scenario_path)
         except ScenarioError as exc:
-            raise CampaignError(f"{path}: {run.name} ({_values(run)}): {exc}") from None
-    return campaign
+            raise self.fail(top["scenario"], "scenario", str(exc)) from None
+        if "run_timeout_s" in top:
+            timeout = self.number(top["run_timeout_s"], "run_timeout_s", 1e-3)
+        else:
+            timeout = RUN_TIMEOUT_BASE_S + RUN_TIMEOUT_PER_WORLD_S * scenario.duration_s
+        campaign = Campaign(path, scenario_path, scenario, grid, draws, runs, seed, stack, float(timeout),
+                            game_args, {"campaign": _sha256(path), "scenario": _sha256(scenario_path)})
+        for run in campaign.runs():
+            try:
+                load(scenario_path, run.overrides())
+            except ScenarioError as exc:
+                raise CampaignError(f"{path}: {run.name} ({_values(run)}): {exc}") from None
+        return campaign
 
+    def grid(self, node: yaml.Node) -> dict[str, list[Any]]:
+        out = {}
+        for key, _, values in self.pairs(node, "grid"):
+            items = self.sequence(values, f"grid.{key}")
+            if not items:
+                raise self.fail(values, f"grid.{key}", "a non-empty list of values")
+            out[key] = [self.value(item) for item in items]
+        return out
 
-def _random(section: Any, fail: Any) -> tuple[dict[str, Draw], int, int]:
-    if section is None:
-        return {}, 0, 0
-    if not isinstance(section, dict):
-        raise fail("random", "a mapping: runs, seed and dotted keys with {uniform: [a, b]} or "
-                             "{choice: [...]}")
-    runs, seed = section.get("runs"), section.get("seed", 0)
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-        raise fail("random.runs", f"how many draws: a positive integer, got {runs!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise fail("random.seed", f"a non-negative integer, got {seed!r}")
-    draws = {}
-    for key, spec in section.items():
-        if key in ("runs", "seed"):
-            continue
-        if not isinstance(spec, dict) or len(spec) != 1 or next(iter(spec)) not in ("uniform", "choice"):
-            raise fail(f"random.{key}", "{uniform: [low, high]} or {choice: [value, ...]}")
-        kind, values = next(iter(spec.items()))
-        if kind == "uniform":
-            if (not isinstance(values, list) or len(values) != 2
-                    or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-                    or not values[0] <= values[1]):
-                raise fail(f"random.{key}.uniform", f"[low, high] with low <= high, got {values!r}")
-        elif not isinstance(values, list) or not values:
-            raise fail(f"random.{key}.choice", f"a non-empty list, got {values!r}")
-        draws[str(key)] = Draw(kind, tuple(values))
-    if not draws:
-        raise fail("random", "no key to draw: add e.g. conditions.dust: {uniform: [0, 1]}")
-    return draws, runs, seed
+    def random(self, node: yaml.Node) -> tuple[dict[str, Draw], int, int]:
+        entries = self.pairs(node, "random")
+        given = {key: value for key, _, value in entries}
+        if "runs" not in given:
+            raise self.fail(node, "random.runs", "how many draws: a positive integer (missing)")
+        runs = self.integer(given["runs"], "random.runs")
+        if runs < 1:
+            raise self.fail(given["runs"], "random.runs", f"how many draws: a positive integer, got {runs}")
+        seed = self.integer(given["seed"], "random.seed") if "seed" in given else 0
+        if seed < 0:
+            raise self.fail(given["seed"], "random.seed", f"a non-negative integer, got {seed}")
+        draws = {}
+        for key, _, spec in entries:
+            if key in ("runs", "seed"):
+                continue
+            where = f"random.{key}"
+            kinds = self.mapping(spec, where, ("uniform", "choice"))
+            if len(kinds) != 1:
+                raise self.fail(spec, where, "{uniform: [low, high]} or {choice: [value, ...]}")
+            kind, values_node = next(iter(kinds.items()))
+            values = [self.value(v) for v in self.sequence(values_node, f"{where}.{kind}")]
+            if kind == "uniform" and (
+                    len(values) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                for v in values) or not values[0] <= values[1]):
+                raise self.fail(values_node, f"{where}.uniform",
+                                f"[low, high] with low <= high, got {values!r}")
+            if kind == "choice" and not values:
+                raise self.fail(values_node, f"{where}.choice", "a non-empty list")
+            draws[key] = Draw(kind, tuple(values))
+        if not draws:
+            raise self.fail(node, "random", "no key to draw: add e.g. conditions.dust: {uniform: [0, 1]}")
+        return draws, runs, seed
 
 
 def _values(run: Run) -> str:

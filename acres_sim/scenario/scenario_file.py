@@ -9,7 +9,6 @@ override is checked like the file.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from acres_sim.scenario.model import (
     Scenario,
 )
 from acres_sim.scenario.overrides import apply_override
+from acres_sim.scenario.yaml_nodes import NodeReader, compose
 
 SCHEMA_VERSION = 1
 PACES = ("lockstep", "real_time")
@@ -44,16 +44,7 @@ TOP_KEYS = ("acres_scenario", "name", "seed", "duration_s", "pace", "agents", "o
 def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scenario:
     """The scenario of a file, with `--set key=value` overrides applied; ScenarioError otherwise."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(str(path), "", f"cannot read the scenario: {exc.strerror or exc}") from None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise ScenarioError(f"{path}{line}", "", f"not YAML: {getattr(exc, 'problem', exc)}") from None
+    root = compose(path, "scenario")
     if not isinstance(root, yaml.MappingNode):
         raise ScenarioError(f"{path}:1", "", "a scenario is a mapping of keys (acres_scenario: 1, name: ...)")
     for override in overrides:
@@ -61,70 +52,8 @@ def load(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> Scena
     return _Reader(str(path)).scenario(root)
 
 
-class _Reader:
-    """Walks the YAML nodes with their lines; every refusal names the key and where it is."""
-
-    def __init__(self, path: str):
-        self.path = path
-
-    def where(self, node: yaml.Node) -> str:
-        mark = node.start_mark
-        if mark.line < 0:  # a --set value
-            return str(mark.name)
-        return f"{self.path}:{mark.line + 1}"
-
-    def fail(self, node: yaml.Node, key: str, message: str) -> ScenarioError:
-        return ScenarioError(self.where(node), key, message)
-
-    # -- typed values --------------------------------------------------------------------------
-
-    def mapping(self, node: yaml.Node, key: str, allowed: tuple[str, ...], required: tuple[str, ...] = ()
-                ) -> dict[str, yaml.Node]:
-        if not isinstance(node, yaml.MappingNode):
-            raise self.fail(node, key, f"must be a mapping of {', '.join(allowed)}")
-        out: dict[str, yaml.Node] = {}
-        for k, v in node.value:
-            name = k.value if isinstance(k, yaml.ScalarNode) else None
-            full = f"{key}.{name}" if key else str(name)
-            if name not in allowed:
-                raise self.fail(k, full, f"unknown key (known here: {', '.join(allowed)})")
-            if name in out:
-                raise self.fail(k, full, "given twice")
-            out[name] = v
-        for name in required:
-            if name not in out:
-                raise self.fail(node, f"{key}.{name}" if key else name, "missing (required)")
-        return out
-
-    def number(self, node: yaml.Node, key: str, low: float = -math.inf, high: float = math.inf) -> float:
-        value = self.scalar(node, key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(node, key, f"must be a finite number, got {node.value!r}")
-        if not low <= value <= high:
-            raise self.fail(node, key, f"{value:g} is out of range [{low:g}, {high:g}]")
-        return float(value)
-
-    def integer(self, node: yaml.Node, key: str) -> int:
-        value = self.scalar(node, key)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(node, key, f"must be an integer, got {node.value!r}")
-        return value
-
-    def text(self, node: yaml.Node, key: str) -> str:
-        value = self.scalar(node, key)
-        if not isinstance(value, str) or not value:
-            raise self.fail(node, key, f"must be a non-empty string, got {getattr(node, 'value', node)!r}")
-        return value
-
-    def scalar(self, node: yaml.Node, key: str) -> Any:
-        if not isinstance(node, yaml.ScalarNode):
-            raise self.fail(node, key, "must be a single value")
-        return yaml.safe_load(yaml.serialize(node))
-
-    def sequence(self, node: yaml.Node, key: str) -> list[yaml.Node]:
-        if not isinstance(node, yaml.SequenceNode):
-            raise self.fail(node, key, "must be a list")
-        return list(node.value)
+class _Reader(NodeReader):
+    """The scenario's keys, each checked as it is read (NodeReader: the typed values and where)."""
 
     def pose(self, node: yaml.Node, key: str, half_extent_m: float) -> Pose2D:
         fields = self.mapping(node, key, ("x", "y", "yaw_deg"), ("x", "y"))

@@ -1,5 +1,6 @@
 """Campaign files (ROS-free): the sweep expanded into runs in a fixed order (grid combinations x random
-draws from the seed), every run's overrides checked before any starts, clear refusals; the pass
+draws from the seed), every run's overrides checked before any starts, clear refusals naming the
+line; the pass
 rate's grouping; ROS domains leased once per host."""
 
 from __future__ import annotations
@@ -52,16 +53,17 @@ def test_a_grid_and_random_draws_expand_into_every_combination_in_order(tmp_path
 
 @pytest.mark.parametrize("body,says", [
     ("", "give grid and/or random"),
-    ("grid:\n  conditions.dust: []\n", "grid.conditions.dust: a non-empty list"),
+    ("grid:\n  conditions.dust: []\n", "campaign.yaml:4: grid.conditions.dust: a non-empty list"),
     ("grid:\n  conditions.dust: [0.2, 7.0]\n", "run0001 (conditions.dust=7.0)"),
     ("grid:\n  objects.nothing.pose.x: [1.0]\n", "no item 'nothing'"),
     ("random:\n  seed: 1\n  conditions.dust: {uniform: [0, 1]}\n", "random.runs"),
     ("random:\n  runs: 2\n  conditions.dust: {normal: [0, 1]}\n", "random.conditions.dust"),
-    ("random:\n  runs: 2\n  conditions.dust: {uniform: [1, 0]}\n", "low <= high"),
+    ("random:\n  runs: 2\n  conditions.dust: {uniform: [1, 0]}\n",
+     "campaign.yaml:5: random.conditions.dust.uniform"),
     ("grid:\n  conditions.dust: [0.1]\nrandom:\n  runs: 1\n  conditions.dust: {uniform: [0, 1]}\n",
      "swept by the grid already"),
     ("grid:\n  conditions.dust: [0.1]\nrun_timeout_s: -3\n", "run_timeout_s"),
-    ("grid:\n  conditions.dust: [0.1]\nstacks: x\n", "stacks: not a campaign key"),
+    ("grid:\n  conditions.dust: [0.1]\nstacks: x\n", "campaign.yaml:5: stacks: unknown key"),
 ])
 def test_a_campaign_that_cannot_run_is_refused_with_the_key(tmp_path, body, says):
     with pytest.raises(CampaignError, match=None) as refused:

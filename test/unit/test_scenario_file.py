@@ -130,4 +130,4 @@ def test_the_readmes_example_scenario_is_a_valid_file(tmp_path):
     example = section[section.index("```yaml\n") + len("```yaml\n"):section.index("```\n\n|")]
     s = load(_write(tmp_path, example))
     assert [a.name for a in s.agents] == ["polaris", "maxxum"] and s.agent("maxxum").waypoints
-    assert len(s.criteria) == 6 and [e.kind for e in s.events] == ["conditions", "spawn"]
+    assert len(s.criteria) == 7 and [e.kind for e in s.events] == ["conditions", "spawn"]
