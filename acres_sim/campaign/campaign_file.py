@@ -19,15 +19,13 @@ Every run's overrides are checked against the scenario before any run starts, as
 from __future__ import annotations
 
 import hashlib
-import itertools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 
+from acres_sim.campaign.samplers import Draw, Run, Sweep
 from acres_sim.scenario.errors import ScenarioError
 from acres_sim.scenario.model import Scenario
 from acres_sim.scenario.scenario_file import load
@@ -42,44 +40,12 @@ class CampaignError(ValueError):
     """A campaign that cannot run: the message names the file, the line and the key."""
 
 
-@dataclass(frozen=True)
-class Draw:
-    """One random key: `uniform` over [low, high], or a `choice` among values."""
-
-    kind: str
-    values: tuple[Any, ...]
-
-    def sample(self, rng: np.random.Generator) -> Any:
-        if self.kind == "uniform":
-            return float(rng.uniform(self.values[0], self.values[1]))
-        return self.values[int(rng.integers(0, len(self.values)))]
-
-
-@dataclass(frozen=True)
-class Run:
-    """One run: its number and the value of every swept key."""
-
-    index: int
-    values: dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return f"run{self.index:04d}"
-
-    def overrides(self) -> list[str]:
-        """The run's keys as `--set key=value` (JSON is YAML: numbers, strings and lists as given)."""
-        return [f"{key}={json.dumps(value)}" for key, value in self.values.items()]
-
-
 @dataclass
 class Campaign:
     path: Path
     scenario_path: Path
     scenario: Scenario
-    grid: dict[str, list[Any]]
-    draws: dict[str, Draw]
-    random_runs: int
-    random_seed: int
+    sampler: Sweep  # where its runs come from
     stack: str
     run_timeout_s: float
     game_args: list[str]
@@ -87,19 +53,10 @@ class Campaign:
 
     @property
     def keys(self) -> list[str]:
-        return [*self.grid, *self.draws]
+        return self.sampler.keys
 
     def runs(self) -> list[Run]:
-        """Every run, in a fixed order: the grid's combinations, each with `random_runs` draws."""
-        rng = np.random.default_rng(self.random_seed)
-        combinations = list(itertools.product(*self.grid.values())) if self.grid else [()]
-        out = []
-        for combination in combinations:
-            fixed = dict(zip(self.grid, combination))
-            for _ in range(self.random_runs if self.draws else 1):
-                drawn = {key: draw.sample(rng) for key, draw in self.draws.items()}
-                out.append(Run(len(out), {**fixed, **drawn}))
-        return out
+        return self.sampler.runs()
 
 
 def _sha256(path: Path) -> str:
@@ -145,8 +102,9 @@ class _CampaignReader(NodeReader):
             timeout = self.number(top["run_timeout_s"], "run_timeout_s", 1e-3)
         else:
             timeout = RUN_TIMEOUT_BASE_S + RUN_TIMEOUT_PER_WORLD_S * scenario.duration_s
-        campaign = Campaign(path, scenario_path, scenario, grid, draws, runs, seed, stack, float(timeout),
-                            game_args, {"campaign": _sha256(path), "scenario": _sha256(scenario_path)})
+        campaign = Campaign(path, scenario_path, scenario, Sweep(grid, draws, runs, seed), stack,
+                            float(timeout), game_args,
+                            {"campaign": _sha256(path), "scenario": _sha256(scenario_path)})
         for run in campaign.runs():
             try:
                 load(scenario_path, run.overrides())

@@ -165,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     _save(out, result)
                     table.add(result)
+                    campaign.sampler.tell(runs[result.run], result.margins)
                     done += 1
                     _say(f"{result.name} {result.status:<7} ({done}/{len(todo)}, {result.wall_s:.1f} s"
                          f"{', node ' + result.node[:12] if result.node else ''})"
@@ -186,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         table.write()
         rows = list(table.rows.values())
         if rows:
-            ranged = frozenset(k for k, d in campaign.draws.items() if d.kind == "uniform")
+            ranged = campaign.sampler.ranged
             pass_rate.draw(out / PICTURE, campaign.scenario.name, campaign.keys, rows, ranged)
             html_report.write_index(out, campaign.scenario.name, str(campaign.path), campaign.keys, criteria,
                                     rows, len(runs), PICTURE)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acres_sim.campaign.campaign_file import Run
+from acres_sim.campaign.samplers import Run
 from acres_sim.campaign.domains import DomainLease
 from acres_sim.scenario.command import runner_args
 from acres_sim.scenario.processes import Child
@@ -48,6 +48,11 @@ class RunResult:
     @property
     def interrupted(self) -> bool:
         return self.status == INTERRUPTED
+
+    @property
+    def margins(self) -> dict[str, float | None]:
+        """Each criterion's margin (the report's), by name; empty without a report."""
+        return {c["name"]: c.get("margin") for c in (self.report or {}).get("criteria", [])}
 
     @classmethod
     def lost(cls, run: Run, reason: str) -> RunResult:

@@ -112,7 +112,7 @@ def test_the_runs_table_keeps_finished_runs_only_and_reads_back_what_it_wrote(tm
 
     campaign = load_campaign(_write(tmp_path, "grid:\n  conditions.dust: [0.0, 0.5, 0.9]\n"))
     runs = campaign.runs()
-    report = {"criteria": [{"name": "no_collision(polaris)", "value": 0.0}]}
+    report = {"criteria": [{"name": "no_collision(polaris)", "value": 0.0, "margin": -0.0}]}
     table = RunsTable(tmp_path, campaign, {"no_collision(polaris)": "contacts"})
     table.add(RunResult(runs[0].index, runs[0].name, runs[0].values, "failed", "", report, "n1", 4.25))
     table.add(RunResult.lost(runs[1], "Ray lost the run: its node died"))
@@ -123,3 +123,6 @@ def test_the_runs_table_keeps_finished_runs_only_and_reads_back_what_it_wrote(tm
     assert (first["status"], first["passed"], first["no_collision(polaris) [contacts]"], first["wall_s"]) == (
         "failed", "False", "0.0", "4.25")
     assert (lost["status"], lost["node"], lost["reason"]) == ("error", "", "Ray lost the run: its node died")
+    # what a sampler is told of each: the margins by criterion (none without a report)
+    assert RunResult(0, "run0000", {}, "failed", "", report).margins == {"no_collision(polaris)": -0.0}
+    assert RunResult.lost(runs[1], "lost").margins == {}
