@@ -9,30 +9,39 @@
       seed: 11
       objects.bale1.pose.x: {uniform: [4.0, 8.0]}
       conditions.wet: {choice: [0.0, 1.0]}
+    search:                            # instead of grid and random: runs drawn toward failures
+      runs: 40                         #   in all,
+      batch: 8                         #   drawn together (the search learns between batches)
+      seed: 1
+      toward: stop_before              #   the criterion whose margin it drives down
+      objects.bale1.pose.x: {uniform: [4.0, 8.0]}
     stack: python3 my_stack.py         # started for every run in its ROS domain (optional)
     run_timeout_s: 300                 # a run's wall-clock limit (default 120 s + 10 x duration_s)
     game_args: [--cached]              # the fake game's extra arguments (optional)
 
-Every run's overrides are checked against the scenario before any run starts, as `--set` is.
+Every run's overrides are checked against the scenario before any run starts, as `--set` is (a
+search's: its ranges' bounds and every choice).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from acres_sim.campaign.samplers import Draw, Run, Sweep
+from acres_sim.campaign.samplers import Draw, Run, Search, Sweep
+from acres_sim.scenario.judge import Judge
 from acres_sim.scenario.errors import ScenarioError
 from acres_sim.scenario.model import Scenario
 from acres_sim.scenario.scenario_file import load
 from acres_sim.scenario.yaml_nodes import NodeReader, compose
 
 SCHEMA_VERSION = 1
-TOP_KEYS = ("acres_campaign", "scenario", "grid", "random", "stack", "run_timeout_s", "game_args")
+TOP_KEYS = ("acres_campaign", "scenario", "grid", "random", "search", "stack", "run_timeout_s", "game_args")
 RUN_TIMEOUT_BASE_S, RUN_TIMEOUT_PER_WORLD_S = 120.0, 10.0
 
 
@@ -45,7 +54,7 @@ class Campaign:
     path: Path
     scenario_path: Path
     scenario: Scenario
-    sampler: Sweep  # where its runs come from
+    sampler: Sweep | Search  # where its runs come from
     stack: str
     run_timeout_s: float
     game_args: list[str]
@@ -56,6 +65,7 @@ class Campaign:
         return self.sampler.keys
 
     def runs(self) -> list[Run]:
+        """A sweep's runs (a search's: those it has given so far)."""
         return self.sampler.runs()
 
 
@@ -89,8 +99,11 @@ class _CampaignReader(NodeReader):
         overlap = [k for k in draws if k in grid]
         if overlap:
             raise self.fail(top["random"], f"random.{overlap[0]}", "swept by the grid already")
-        if not grid and not draws:
-            raise self.fail(root, "grid", "a campaign sweeps something: give grid and/or random")
+        if "search" in top and (grid or draws):
+            raise self.fail(top["search"], "search", "a search takes the place of grid and random (give one "
+                                                     "or the other)")
+        if not grid and not draws and "search" not in top:
+            raise self.fail(root, "grid", "a campaign sweeps something: give grid and/or random, or search")
         stack = self.text(top["stack"], "stack") if "stack" in top else ""
         game_args = [self.text(a, f"game_args.{i}") for i, a in
                      enumerate(self.sequence(top["game_args"], "game_args"))] if "game_args" in top else []
@@ -102,10 +115,11 @@ class _CampaignReader(NodeReader):
             timeout = self.number(top["run_timeout_s"], "run_timeout_s", 1e-3)
         else:
             timeout = RUN_TIMEOUT_BASE_S + RUN_TIMEOUT_PER_WORLD_S * scenario.duration_s
-        campaign = Campaign(path, scenario_path, scenario, Sweep(grid, draws, runs, seed), stack,
+        sampler = self.search(top["search"], scenario) if "search" in top else Sweep(grid, draws, runs, seed)
+        campaign = Campaign(path, scenario_path, scenario, sampler, stack,
                             float(timeout), game_args,
                             {"campaign": _sha256(path), "scenario": _sha256(scenario_path)})
-        for run in campaign.runs():
+        for run in sampler.probes():
             try:
                 load(scenario_path, run.overrides())
             except ScenarioError as exc:
@@ -121,22 +135,17 @@ class _CampaignReader(NodeReader):
             out[key] = [self.value(item) for item in items]
         return out
 
-    def random(self, node: yaml.Node) -> tuple[dict[str, Draw], int, int]:
-        entries = self.pairs(node, "random")
-        given = {key: value for key, _, value in entries}
-        if "runs" not in given:
-            raise self.fail(node, "random.runs", "how many draws: a positive integer (missing)")
-        runs = self.integer(given["runs"], "random.runs")
-        if runs < 1:
-            raise self.fail(given["runs"], "random.runs", f"how many draws: a positive integer, got {runs}")
-        seed = self.integer(given["seed"], "random.seed") if "seed" in given else 0
-        if seed < 0:
-            raise self.fail(given["seed"], "random.seed", f"a non-negative integer, got {seed}")
+    def draws(self, node: yaml.Node, section: str, settings: dict[str, str]
+              ) -> tuple[dict[str, Draw], dict[str, yaml.Node]]:
+        """A section of settings (name -> what it is, for the message) and dotted keys to draw, each
+        {uniform: [low, high]} or {choice: [...]}."""
+        entries = self.pairs(node, section)
+        given = {key: value for key, _, value in entries if key in settings}
         draws = {}
         for key, _, spec in entries:
-            if key in ("runs", "seed"):
+            if key in settings:
                 continue
-            where = f"random.{key}"
+            where = f"{section}.{key}"
             kinds = self.mapping(spec, where, ("uniform", "choice"))
             if len(kinds) != 1:
                 raise self.fail(spec, where, "{uniform: [low, high]} or {choice: [value, ...]}")
@@ -151,8 +160,42 @@ class _CampaignReader(NodeReader):
                 raise self.fail(values_node, f"{where}.choice", "a non-empty list")
             draws[key] = Draw(kind, tuple(values))
         if not draws:
-            raise self.fail(node, "random", "no key to draw: add e.g. conditions.dust: {uniform: [0, 1]}")
+            raise self.fail(node, section, "no key to draw: add e.g. conditions.dust: {uniform: [0, 1]}")
+        return draws, given
+
+    def count(self, given: dict[str, yaml.Node], node: yaml.Node, key: str, what: str, low: int,
+              default: int | None = None) -> int:
+        name = key.rpartition(".")[2]
+        if name not in given:
+            if default is None:
+                raise self.fail(node, key, f"{what}: an integer of at least {low} (missing)")
+            return default
+        value = self.integer(given[name], key)
+        if value < low:
+            raise self.fail(given[name], key, f"{what}: an integer of at least {low}, got {value}")
+        return value
+
+    def random(self, node: yaml.Node) -> tuple[dict[str, Draw], int, int]:
+        draws, given = self.draws(node, "random", {"runs": "", "seed": ""})
+        runs = self.count(given, node, "random.runs", "how many draws", 1)
+        seed = self.count(given, node, "random.seed", "the seed", 0, default=0)
         return draws, runs, seed
+
+    def search(self, node: yaml.Node, scenario: Scenario) -> Search:
+        draws, given = self.draws(node, "search", {"runs": "", "batch": "", "seed": "", "toward": ""})
+        runs = self.count(given, node, "search.runs", "how many runs in all", 1)
+        batch = self.count(given, node, "search.batch", "how many runs are drawn together", 1, default=8)
+        seed = self.count(given, node, "search.seed", "the seed", 0, default=0)
+        if "toward" not in given:
+            raise self.fail(node, "search.toward", "the criterion whose margin the search drives down "
+                                                   "(missing)")
+        toward = self.text(given["toward"], "search.toward")
+        names = [c.name for c in Judge(scenario, math.inf, lambda status: None).criteria]
+        kinds = [n for n in names if n.split("(")[0] == toward]
+        if toward not in names and len(kinds) != 1:
+            raise self.fail(given["toward"], "search.toward",
+                            f"{toward!r} is not one criterion of the scenario (they are: {', '.join(names)})")
+        return Search(draws, runs, batch, seed, toward if toward in names else kinds[0])
 
 
 def _values(run: Run) -> str:

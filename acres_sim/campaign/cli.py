@@ -20,6 +20,7 @@ Exit: 0 every run passed, 1 a run failed, ended in error or timed out, 2 the cam
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import signal
@@ -40,7 +41,8 @@ from acres_sim.campaign.executors import (
     ray_installed,
     wait_for_cluster,
 )
-from acres_sim.campaign.run import FINISHED, RunResult, RunSpec
+from acres_sim.campaign.run import FINISHED, RunResult, RunSpec, margins_of
+from acres_sim.campaign.samplers import Run
 from acres_sim.campaign.table import CampaignChanged, RunsTable, claim
 from acres_sim.scenario.judge import Judge
 
@@ -72,6 +74,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def _say(line: str) -> None:
     print(f"campaign: {line}", flush=True)
+
+
+def _report(out: Path, name: str) -> dict | None:
+    """A finished run's report as the campaign saved it (None when it has none)."""
+    try:
+        return json.loads((out / "runs" / name / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _save(out: Path, result: RunResult) -> None:
@@ -113,11 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     except CampaignError as exc:
         print(f"campaign: refused: {exc}", file=sys.stderr)
         return 2
-    runs = campaign.runs()
+    sampler = campaign.sampler
     if args.check:
-        print(f"{args.file}: ok: {len(runs)} runs of {campaign.scenario.name} over "
-              f"{', '.join(campaign.keys)}")
-        for run in runs:
+        first = sampler.pending()
+        search = "" if len(first) == sampler.total else f"; a search: the first {len(first)}, then by margins"
+        print(f"{args.file}: ok: {sampler.total} runs of {campaign.scenario.name} over "
+              f"{', '.join(campaign.keys)}{search}")
+        for run in first:
             print(f"  {run.name}: " + ", ".join(f"{k}={v!r}" for k, v in run.values.items()))
         return 0
     if args.address and not ray_installed():
@@ -139,19 +151,37 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     out = Path(args.out).resolve()
     try:
-        claim(out, campaign, len(runs))
+        claim(out, campaign, sampler.total)
     except CampaignChanged as exc:
         print(f"campaign: refused: {exc}", file=sys.stderr)
         return 2
     criteria = {c.name: c.unit for c in Judge(campaign.scenario, math.inf, lambda status: None).criteria}
     table = RunsTable(out, campaign, criteria)
-    todo = [r for r in runs if r.name not in table.rows]
     text = campaign.scenario_path.read_text(encoding="utf-8")
-    specs = [RunSpec(r, text, campaign.scenario_path.name, str(campaign.path.parent), campaign.stack,
-                     campaign.run_timeout_s, campaign.game_args) for r in todo]
+    given: dict[int, Run] = {}
+    specs: list[RunSpec] = []
+
+    def more() -> None:
+        """The runs the sampler gives now: one finished before is told its margins (from its report)
+        and not run again, the others wait for a worker."""
+        while fresh := sampler.pending():
+            waiting = False
+            for run in fresh:
+                given[run.index] = run
+                if run.name in table.rows:
+                    sampler.tell(run, margins_of(_report(out, run.name)))
+                else:
+                    specs.append(RunSpec(run, text, campaign.scenario_path.name, str(campaign.path.parent),
+                                         campaign.stack, campaign.run_timeout_s, campaign.game_args))
+                    waiting = True
+            if waiting:
+                return
+
+    more()
+    before = len(table.rows)
     executor = _executor(args)
-    _say(f"{campaign.scenario.name}: {len(runs)} runs over {', '.join(campaign.keys)}"
-         f" ({len(runs) - len(todo)} finished before), {executor.workers} at once on {executor.where}")
+    _say(f"{campaign.scenario.name}: {sampler.total} runs over {', '.join(campaign.keys)}"
+         f" ({before} finished before), {executor.workers} at once on {executor.where}")
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill ends it as Ctrl-C does
     started, done = time.monotonic(), 0
     interrupted = False
@@ -165,9 +195,11 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     _save(out, result)
                     table.add(result)
-                    campaign.sampler.tell(runs[result.run], result.margins)
+                    sampler.tell(given[result.run], result.margins)
+                    more()
                     done += 1
-                    _say(f"{result.name} {result.status:<7} ({done}/{len(todo)}, {result.wall_s:.1f} s"
+                    _say(f"{result.name} {result.status:<7} ({done}/{sampler.total - before}, "
+                         f"{result.wall_s:.1f} s"
                          f"{', node ' + result.node[:12] if result.node else ''})"
                          + (f": {result.reason}" if result.reason else ""))
         except KeyboardInterrupt:
@@ -187,18 +219,17 @@ def main(argv: list[str] | None = None) -> int:
         table.write()
         rows = list(table.rows.values())
         if rows:
-            ranged = campaign.sampler.ranged
-            pass_rate.draw(out / PICTURE, campaign.scenario.name, campaign.keys, rows, ranged)
+            pass_rate.draw(out / PICTURE, campaign.scenario.name, campaign.keys, rows, sampler.ranged)
             html_report.write_index(out, campaign.scenario.name, str(campaign.path), campaign.keys, criteria,
-                                    rows, len(runs), PICTURE)
+                                    rows, sampler.total, PICTURE)
     wall = time.monotonic() - started
     counts = {s: sum(r["status"] == s for r in rows) for s in FINISHED}
-    _say(f"{len(rows)}/{len(runs)} runs finished: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+    _say(f"{len(rows)}/{sampler.total} runs finished: " + ", ".join(f"{n} {s}" for s, n in counts.items())
          + (f"; {done} in {wall:.0f} s ({60.0 * done / wall:.2f} runs/min)" if done and wall > 0 else ""))
     _say(f"page {out / html_report.PAGE} (open it in a browser), table {table.path}, runs {out / 'runs'}")
     if interrupted:
         return 130
-    return 0 if counts["passed"] == len(runs) else 1
+    return 0 if counts["passed"] == sampler.total else 1
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ interrupted when the campaign was stopped (not a result: the run is done again o
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import threading
@@ -51,13 +52,23 @@ class RunResult:
 
     @property
     def margins(self) -> dict[str, float | None]:
-        """Each criterion's margin (the report's), by name; empty without a report."""
-        return {c["name"]: c.get("margin") for c in (self.report or {}).get("criteria", [])}
+        """Each criterion's margin (the report's), by name; -inf for one that failed without a value
+        (a goal never reached), None for one undecided; empty without a report."""
+        return margins_of(self.report)
 
     @classmethod
     def lost(cls, run: Run, reason: str) -> RunResult:
         """A run that gave nothing back (its worker or node died): no verdict."""
         return cls(run.index, run.name, run.values, "error", reason)
+
+
+def margins_of(report: dict[str, Any] | None) -> dict[str, float | None]:
+    """A report's margins by criterion, as RunResult.margins says."""
+    out: dict[str, float | None] = {}
+    for c in (report or {}).get("criteria", []):
+        margin = c.get("margin")
+        out[c["name"]] = -math.inf if margin is None and c.get("passed") is False else margin
+    return out
 
 
 @dataclass

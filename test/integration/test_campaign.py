@@ -294,3 +294,30 @@ def test_the_campaign_page_opens_in_a_browser_with_every_run_and_a_view_of_each_
     pixels = matplotlib.image.imread(shot)[..., :3]
     drawn = (pixels < 0.9).any(axis=2).mean()  # the share of pixels that are not white
     assert pixels.shape[:2] == (1200, 1300) and drawn > 0.05, drawn
+
+
+@pytest.mark.variant
+def test_a_search_draws_each_batch_from_the_margins_before_it_and_resumes_with_the_same_runs(tmp_path):
+    """A search of 4 runs in batches of 2 toward no_collision: the second batch starts only once the
+    first is told, its values are what the sampler draws from those runs' margins (replayed from
+    their reports), and the campaign run again redoes nothing."""
+    from acres_sim.campaign.run import margins_of
+
+    campaign = _campaign(tmp_path, "search:\n  runs: 4\n  batch: 2\n  seed: 4\n  toward: no_collision\n"
+                                   "  objects.bale1.pose.y: {uniform: [-30.0, -20.0]}\n")
+    out = tmp_path / "out"
+    code, output = _run(campaign, out, "--workers", "2")
+    assert code in (0, 1), output
+    said = [line.split()[1] for line in output.splitlines() if re.match(r"campaign: run\d{4} ", line)]
+    assert sorted(said[:2]) == ["run0000", "run0001"] and sorted(said[2:]) == ["run0002", "run0003"], output
+    rows = {r["run"]: r for r in _table(out)}
+    replay = load_campaign(campaign).sampler
+    drawn = []
+    while batch := replay.pending():
+        drawn += batch
+        for run in batch:
+            replay.tell(run, margins_of(json.loads((out / "runs" / run.name / "report.json").read_text())))
+    assert [r.name for r in drawn] == sorted(rows)
+    assert all(float(rows[r.name]["objects.bale1.pose.y"]) == r.values["objects.bale1.pose.y"] for r in drawn)
+    code, again = _run(campaign, out, "--workers", "2")
+    assert "(4 finished before)" in again and not re.search(r"campaign: run\d{4} ", again), again

@@ -126,3 +126,66 @@ def test_the_runs_table_keeps_finished_runs_only_and_reads_back_what_it_wrote(tm
     # what a sampler is told of each: the margins by criterion (none without a report)
     assert RunResult(0, "run0000", {}, "failed", "", report).margins == {"no_collision(polaris)": -0.0}
     assert RunResult.lost(runs[1], "lost").margins == {}
+
+
+def _corner_margin(values: dict) -> float:
+    """A failure region of 0.5 % of the space: x above 9, y below 1 (of 0..10) and c == "b"."""
+    return max(9.0 - values["x"], values["y"] - 1.0) + (2.0 if values["c"] == "a" else 0.0)
+
+
+def _failures(sampler, toward: str = "corner") -> tuple[int, list]:
+    found, runs = 0, []
+    while batch := sampler.pending():
+        for run in batch:
+            margin = _corner_margin(run.values)
+            found += margin < 0.0
+            runs.append(run)
+            sampler.tell(run, {toward: margin})
+    return found, runs
+
+
+def test_a_search_finds_more_failures_than_random_draws_and_repeats_itself():
+    """Cross-entropy toward the smallest margin against the same number of random draws, three
+    seeds; the same seed gives the same runs however a batch's margins come in."""
+    from acres_sim.campaign.samplers import Draw, Search, Sweep
+
+    draws = {"x": Draw("uniform", (0.0, 10.0)), "y": Draw("uniform", (0.0, 10.0)),
+             "c": Draw("choice", ("a", "b"))}
+    for seed in (1, 2, 3):
+        searched, runs = _failures(Search(draws, 100, 10, seed, "corner"))
+        drawn = sum(_corner_margin(r.values) < 0.0 for r in Sweep({}, draws, 100, seed).runs())
+        assert len(runs) == 100 and [r.index for r in runs] == list(range(100))
+        assert searched >= 10 and searched > 5 * max(1, drawn), (seed, searched, drawn)
+    first = Search(draws, 30, 10, 7, "corner")
+    _, runs = _failures(first)
+    again = Search(draws, 30, 10, 7, "corner")
+    given = []
+    while batch := again.pending():
+        assert again.pending() == []  # the next batch waits for this one's margins
+        given += batch
+        for run in reversed(batch):  # told in another order
+            again.tell(run, {"corner": _corner_margin(run.values)})
+    assert [r.values for r in given] == [r.values for r in runs]
+
+
+def test_a_search_in_a_campaign_file_names_its_criterion_and_checks_its_bounds(tmp_path):
+    path = _write(tmp_path, "search:\n  runs: 12\n  batch: 4\n  seed: 5\n  toward: stop_before\n"
+                            "  objects.bale1.pose.x: {uniform: [4.6, 8.0]}\n"
+                            "  conditions.dust: {choice: [0.0, 0.5]}\n")
+    campaign = load_campaign(path)
+    sampler = campaign.sampler
+    assert sampler.total == 12 and sampler.toward.startswith("stop_before(") and campaign.keys == [
+        "objects.bale1.pose.x", "conditions.dust"]
+    assert [(r.values["objects.bale1.pose.x"], r.values["conditions.dust"]) for r in sampler.probes()] == [
+        (4.6, 0.0), (4.6, 0.5), (8.0, 0.0), (8.0, 0.5)]  # every bound with every choice
+    for body, says in [
+        ("search:\n  runs: 4\n  toward: nothing\n  conditions.dust: {uniform: [0, 1]}\n",
+         "campaign.yaml:5: search.toward: 'nothing' is not one criterion"),
+        ("search:\n  runs: 4\n  conditions.dust: {uniform: [0, 1]}\n", "search.toward"),
+        ("grid:\n  conditions.dust: [0.1]\nsearch:\n  runs: 4\n  toward: stop_before\n"
+         "  conditions.wetness: {uniform: [0, 1]}\n", "a search takes the place of grid and random"),
+        ("search:\n  runs: 4\n  toward: stop_before\n  conditions.dust: {uniform: [0, 7]}\n", "run0001"),
+    ]:
+        with pytest.raises(CampaignError) as refused:
+            load_campaign(_write(tmp_path, body))
+        assert says in str(refused.value), str(refused.value)
