@@ -214,7 +214,8 @@ def write_index(out_dir: Path, title: str, campaign_file: str, keys: list[str], 
 <style>{STYLE}</style></head><body>
 <h1>{_esc(title)}</h1>
 <p id="summary">{len(rows)} of {runs_total} runs finished: {", ".join(f"{n} {s}" for s, n in counts.items())}
-(pass rate {rate}). Campaign file: <code>{_esc(campaign_file)}</code>;
+(pass rate {rate}).
+Campaign file: <code title="{_esc(campaign_file)}">{_esc(Path(campaign_file).name)}</code>;
 swept: {_esc(", ".join(keys) or "nothing")}.
 Table: <a href="runs.csv">runs.csv</a>.</p>
 {f'<h2>Pass rate over each swept key</h2><img src="{_esc(picture)}" alt="pass rate">' if picture else ""}

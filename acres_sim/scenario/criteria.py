@@ -100,7 +100,7 @@ class Criterion:
         value, limit = self.verdict.value, self.verdict.limit
         if value is None or limit is None:
             return None
-        return self.sense * (float(value) - float(limit))
+        return self.sense * (float(value) - float(limit)) + 0.0  # + 0.0: no -0.0 for "at the limit"
 
     def decide(self, passed: bool, t: float, detail: str) -> None:
         if not self.decided:
