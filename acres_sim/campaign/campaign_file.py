@@ -58,6 +58,7 @@ class Campaign:
     stack: str
     run_timeout_s: float
     game_args: list[str]
+    criteria: dict[str, str]  # the scenario's criteria, name -> unit, in its order
     fingerprints: dict[str, str] = field(default_factory=dict)  # file -> sha256 of its bytes
 
     @property
@@ -115,9 +116,11 @@ class _CampaignReader(NodeReader):
             timeout = self.number(top["run_timeout_s"], "run_timeout_s", 1e-3)
         else:
             timeout = RUN_TIMEOUT_BASE_S + RUN_TIMEOUT_PER_WORLD_S * scenario.duration_s
-        sampler = self.search(top["search"], scenario) if "search" in top else Sweep(grid, draws, runs, seed)
+        criteria = {c.name: c.unit for c in Judge(scenario, math.inf, lambda status: None).criteria}
+        sampler = (self.search(top["search"], list(criteria)) if "search" in top
+                   else Sweep(grid, draws, runs, seed))
         campaign = Campaign(path, scenario_path, scenario, sampler, stack,
-                            float(timeout), game_args,
+                            float(timeout), game_args, criteria,
                             {"campaign": _sha256(path), "scenario": _sha256(scenario_path)})
         for run in sampler.probes():
             try:
@@ -135,10 +138,10 @@ class _CampaignReader(NodeReader):
             out[key] = [self.value(item) for item in items]
         return out
 
-    def draws(self, node: yaml.Node, section: str, settings: dict[str, str]
+    def draws(self, node: yaml.Node, section: str, settings: tuple[str, ...]
               ) -> tuple[dict[str, Draw], dict[str, yaml.Node]]:
-        """A section of settings (name -> what it is, for the message) and dotted keys to draw, each
-        {uniform: [low, high]} or {choice: [...]}."""
+        """A section of settings (their names) and dotted keys to draw, each {uniform: [low, high]}
+        or {choice: [...]}; the draws and the settings given."""
         entries = self.pairs(node, section)
         given = {key: value for key, _, value in entries if key in settings}
         draws = {}
@@ -176,13 +179,14 @@ class _CampaignReader(NodeReader):
         return value
 
     def random(self, node: yaml.Node) -> tuple[dict[str, Draw], int, int]:
-        draws, given = self.draws(node, "random", {"runs": "", "seed": ""})
+        draws, given = self.draws(node, "random", ("runs", "seed"))
         runs = self.count(given, node, "random.runs", "how many draws", 1)
         seed = self.count(given, node, "random.seed", "the seed", 0, default=0)
         return draws, runs, seed
 
-    def search(self, node: yaml.Node, scenario: Scenario) -> Search:
-        draws, given = self.draws(node, "search", {"runs": "", "batch": "", "seed": "", "toward": ""})
+    def search(self, node: yaml.Node, names: list[str]) -> Search:
+        """names: the scenario's criteria, one of which the search drives toward failing."""
+        draws, given = self.draws(node, "search", ("runs", "batch", "seed", "toward"))
         runs = self.count(given, node, "search.runs", "how many runs in all", 1)
         batch = self.count(given, node, "search.batch", "how many runs are drawn together", 1, default=8)
         seed = self.count(given, node, "search.seed", "the seed", 0, default=0)
@@ -190,7 +194,6 @@ class _CampaignReader(NodeReader):
             raise self.fail(node, "search.toward", "the criterion whose margin the search drives down "
                                                    "(missing)")
         toward = self.text(given["toward"], "search.toward")
-        names = [c.name for c in Judge(scenario, math.inf, lambda status: None).criteria]
         kinds = [n for n in names if n.split("(")[0] == toward]
         if toward not in names and len(kinds) != 1:
             raise self.fail(given["toward"], "search.toward",

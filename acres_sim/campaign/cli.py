@@ -20,8 +20,6 @@ Exit: 0 every run passed, 1 a run failed, ended in error or timed out, 2 the cam
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import signal
 import sys
@@ -41,10 +39,8 @@ from acres_sim.campaign.executors import (
     ray_installed,
     wait_for_cluster,
 )
-from acres_sim.campaign.run import FINISHED, RunResult, RunSpec, margins_of
-from acres_sim.campaign.samplers import Run
-from acres_sim.campaign.table import CampaignChanged, RunsTable, claim
-from acres_sim.scenario.judge import Judge
+from acres_sim.campaign.run import RunResult, RunSpec, margins_of, said, status_counts
+from acres_sim.campaign.table import RUNS, CampaignChanged, RunsTable, claim, saved_report
 
 PICTURE = "pass_rate.png"
 DRAIN_S = 60.0  # after Ctrl-C: the runs under way end their sessions within this
@@ -76,16 +72,8 @@ def _say(line: str) -> None:
     print(f"campaign: {line}", flush=True)
 
 
-def _report(out: Path, name: str) -> dict | None:
-    """A finished run's report as the campaign saved it (None when it has none)."""
-    try:
-        return json.loads((out / "runs" / name / "report.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def _save(out: Path, result: RunResult) -> None:
-    run_dir = out / "runs" / result.name
+    run_dir = out / RUNS / result.name
     run_dir.mkdir(parents=True, exist_ok=True)
     for name, data in result.files.items():
         target = run_dir / name.removeprefix("run/")
@@ -155,10 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     except CampaignChanged as exc:
         print(f"campaign: refused: {exc}", file=sys.stderr)
         return 2
-    criteria = {c.name: c.unit for c in Judge(campaign.scenario, math.inf, lambda status: None).criteria}
-    table = RunsTable(out, campaign, criteria)
+    table = RunsTable(out, campaign, campaign.criteria)
     text = campaign.scenario_path.read_text(encoding="utf-8")
-    given: dict[int, Run] = {}
     specs: list[RunSpec] = []
 
     def more() -> None:
@@ -167,9 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         while fresh := sampler.pending():
             waiting = False
             for run in fresh:
-                given[run.index] = run
                 if run.name in table.rows:
-                    sampler.tell(run, margins_of(_report(out, run.name)))
+                    sampler.tell(run, margins_of(saved_report(out, run.name)))
                 else:
                     specs.append(RunSpec(run, text, campaign.scenario_path.name, str(campaign.path.parent),
                                          campaign.stack, campaign.run_timeout_s, campaign.game_args))
@@ -195,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     _save(out, result)
                     table.add(result)
-                    sampler.tell(given[result.run], result.margins)
+                    sampler.tell(result.run, result.margins)
                     more()
                     done += 1
                     _say(f"{result.name} {result.status:<7} ({done}/{sampler.total - before}, "
@@ -220,13 +205,13 @@ def main(argv: list[str] | None = None) -> int:
         rows = list(table.rows.values())
         if rows:
             pass_rate.draw(out / PICTURE, campaign.scenario.name, campaign.keys, rows, sampler.ranged)
-            html_report.write_index(out, campaign.scenario.name, str(campaign.path), campaign.keys, criteria,
-                                    rows, sampler.total, PICTURE)
+            html_report.write_index(out, campaign.scenario.name, str(campaign.path), campaign.keys,
+                                    campaign.criteria, rows, sampler.total, PICTURE)
     wall = time.monotonic() - started
-    counts = {s: sum(r["status"] == s for r in rows) for s in FINISHED}
-    _say(f"{len(rows)}/{sampler.total} runs finished: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+    counts = status_counts(r["status"] for r in rows)
+    _say(f"{len(rows)}/{sampler.total} runs finished: " + said(counts)
          + (f"; {done} in {wall:.0f} s ({60.0 * done / wall:.2f} runs/min)" if done and wall > 0 else ""))
-    _say(f"page {out / html_report.PAGE} (open it in a browser), table {table.path}, runs {out / 'runs'}")
+    _say(f"page {out / html_report.PAGE} (open it in a browser), table {table.path}, runs {out / RUNS}")
     if interrupted:
         return 130
     return 0 if counts["passed"] == sampler.total else 1

@@ -10,13 +10,13 @@ are missing (an error before the run wrote them) keeps its row without them.
 from __future__ import annotations
 
 import html
-import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from acres_sim.campaign.run import FINISHED
+from acres_sim.campaign.run import said, status_counts
+from acres_sim.campaign.table import RUNS, saved_report
 from acres_sim.rotations import orientation_yaw
 
 PAGE = "index.html"
@@ -58,21 +58,6 @@ figure { margin: 0; border: 1px solid #ccc; padding: 0.5em; }
 
 def _esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
-
-
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _report(run_dir: Path) -> dict[str, Any]:
-    try:
-        return json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
 
 
 Points = list[tuple[float, float]]
@@ -165,8 +150,8 @@ def write_index(out_dir: Path, title: str, campaign_file: str, keys: list[str], 
     """DIR/index.html from the table's rows (runs.csv's, as strings) and each run's files.
     criteria: each criterion's name and unit, in the scenario's order."""
     rows = sorted(rows, key=lambda r: r["run"])
-    counts = {s: sum(r["status"] == s for r in rows) for s in FINISHED}
-    reports = {r["run"]: _report(out_dir / "runs" / r["run"]) for r in rows}
+    counts = status_counts(r["status"] for r in rows)
+    reports = {r["run"]: saved_report(out_dir, r["run"]) or {} for r in rows}
     head = ["run", *keys, "status"]
     for name, unit in criteria.items():
         suffix = f" [{unit}]" if unit else ""
@@ -184,7 +169,7 @@ def write_index(out_dir: Path, title: str, campaign_file: str, keys: list[str], 
                 shown = "" if value is None else f"{value:.4g}"
                 style = ' class="negative"' if is_margin and value is not None and value < 0 else ""
                 cells.append(f'<td{style} data-v="{"" if value is None else value}">{shown}</td>')
-        run_dir = f"runs/{r['run']}"
+        run_dir = f"{RUNS}/{r['run']}"
         links = [f'<a href="{run_dir}/{f}">{f}</a>' for f in ("report.json", "episode.mcap", "stack.log")
                  if (out_dir / run_dir / f).exists()]
         cells += [f'<td class="text">{_esc(r.get("node", "")[:12])}</td>',
@@ -195,7 +180,7 @@ def write_index(out_dir: Path, title: str, campaign_file: str, keys: list[str], 
     failing = [r for r in rows if r["status"] == "failed"]
     views = []
     for r in failing[:TOP_VIEWS_MAX]:
-        log = out_dir / "runs" / r["run"] / "episode.mcap"
+        log = out_dir / RUNS / r["run"] / "episode.mcap"
         try:
             svg = top_view(log) if log.exists() else "<p>(no episode log)</p>"
         except Exception as exc:  # a damaged log: the page says so and goes on
@@ -204,8 +189,8 @@ def write_index(out_dir: Path, title: str, campaign_file: str, keys: list[str], 
         values = ", ".join(f"{k} = {r.get(k, '')}" for k in keys)
         views.append(f'<figure id="view-{_esc(r["run"])}">{svg}<figcaption><a href="#row-{_esc(r["run"])}">'
                      f'{_esc(r["run"])}</a>: {_esc(values)}<br>failed: {_esc("; ".join(failed))}<br>'
-                     f'<a href="runs/{_esc(r["run"])}/report.json">report</a> '
-                     f'<a href="runs/{_esc(r["run"])}/episode.mcap">episode log</a></figcaption></figure>')
+                     f'<a href="{RUNS}/{_esc(r["run"])}/report.json">report</a> '
+                     f'<a href="{RUNS}/{_esc(r["run"])}/episode.mcap">episode log</a></figcaption></figure>')
     more = (f"<p>{len(failing) - TOP_VIEWS_MAX} more failing runs are in the table (drawn: the first "
             f"{TOP_VIEWS_MAX}).</p>" if len(failing) > TOP_VIEWS_MAX else "")
     rate = f"{100.0 * counts['passed'] / len(rows):.1f} %" if rows else "-"
@@ -213,7 +198,7 @@ def write_index(out_dir: Path, title: str, campaign_file: str, keys: list[str], 
 <html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}: campaign</title>
 <style>{STYLE}</style></head><body>
 <h1>{_esc(title)}</h1>
-<p id="summary">{len(rows)} of {runs_total} runs finished: {", ".join(f"{n} {s}" for s, n in counts.items())}
+<p id="summary">{len(rows)} of {runs_total} runs finished: {said(counts)}
 (pass rate {rate}).
 Campaign file: <code title="{_esc(campaign_file)}">{_esc(Path(campaign_file).name)}</code>;
 swept: {_esc(", ".join(keys) or "nothing")}.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acres_sim.campaign.run import FINISHED
+from acres_sim.campaign.run import said, status_counts
 
 MAX_BARS = 8
 
@@ -63,8 +63,7 @@ def draw(path: Path, title: str, keys: list[str], rows: list[dict[str, str]],
         ax.set_xlabel(key)
         ax.set_ylabel("pass rate")
         ax.grid(axis="y", alpha=0.3)
-    statuses = {s: sum(r["status"] == s for r in rows) for s in FINISHED}
-    fig.suptitle(f"{title}: {len(rows)} runs (" + ", ".join(f"{n} {s}" for s, n in statuses.items()) + ")",
+    fig.suptitle(f"{title}: {len(rows)} runs ({said(status_counts(r['status'] for r in rows))})",
                  fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)

@@ -15,6 +15,8 @@ import os
 import tempfile
 import threading
 import time
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,15 +38,17 @@ class RunResult:
     """What a run gives back to the campaign, whichever node ran it: its status and why, the
     runner's report (None when it wrote none), where it ran, and every file it wrote, as bytes."""
 
-    run: int
-    name: str
-    values: dict[str, Any]
+    run: Run
     status: str
     reason: str
     report: dict[str, Any] | None = None
     node: str = ""
     wall_s: float = 0.0
     files: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.run.name
 
     @property
     def interrupted(self) -> bool:
@@ -59,7 +63,18 @@ class RunResult:
     @classmethod
     def lost(cls, run: Run, reason: str) -> RunResult:
         """A run that gave nothing back (its worker or node died): no verdict."""
-        return cls(run.index, run.name, run.values, "error", reason)
+        return cls(run, "error", reason)
+
+
+def status_counts(statuses: Iterable[str]) -> dict[str, int]:
+    """How many finished runs have each status, in FINISHED's order."""
+    counted = Counter(statuses)
+    return {s: counted[s] for s in FINISHED}
+
+
+def said(counts: dict[str, int]) -> str:
+    """`2 passed, 1 failed, 0 error, 0 timeout`."""
+    return ", ".join(f"{n} {s}" for s, n in counts.items())
 
 
 def margins_of(report: dict[str, Any] | None) -> dict[str, float | None]:
@@ -118,8 +133,7 @@ def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -
             status, reason = "error", f"the scenario runner wrote no report (exit {runner.proc.returncode})"
         files = {str(p.relative_to(work)): p.read_bytes() for p in sorted(work.rglob("*"))
                  if p.is_file() and p != scenario}
-    return RunResult(spec.run.index, spec.run.name, spec.run.values, status, reason, report, node,
-                     time.monotonic() - started, files)
+    return RunResult(spec.run, status, reason, report, node, time.monotonic() - started, files)
 
 
 def _wait(runner: Child, deadline: float, stop: threading.Event | None, timeout_s: float) -> tuple[str, str]:

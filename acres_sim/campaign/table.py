@@ -18,7 +18,7 @@ from typing import Any
 from acres_sim.campaign.campaign_file import Campaign
 from acres_sim.campaign.run import FINISHED, RunResult
 
-TABLE, STATE = "runs.csv", "campaign.json"
+TABLE, STATE, RUNS = "runs.csv", "campaign.json", "runs"  # RUNS/<run>/: a run's files
 
 
 class CampaignChanged(ValueError):
@@ -43,7 +43,7 @@ class RunsTable:
     def add(self, result: RunResult) -> None:
         report = result.report or {}
         values = {c["name"]: c["value"] for c in report.get("criteria", [])}
-        row = {"run": result.name, **{k: _cell(result.values.get(k)) for k in self.keys},
+        row = {"run": result.name, **{k: _cell(result.run.values.get(k)) for k in self.keys},
                "status": result.status, "passed": str(result.status == "passed"),
                **{column: _cell(values.get(c)) for c, column in self.criteria.items()}, "node": result.node,
                "wall_s": f"{result.wall_s:.2f}", "reason": result.reason}
@@ -58,6 +58,14 @@ class RunsTable:
             for name in sorted(self.rows):
                 writer.writerow(self.rows[name])
         os.replace(partial, self.path)
+
+
+def saved_report(out_dir: Path, run: str) -> dict[str, Any] | None:
+    """A finished run's report.json as the campaign saved it (None when it has none)."""
+    try:
+        return json.loads((out_dir / RUNS / run / "report.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _cell(value: Any) -> str:

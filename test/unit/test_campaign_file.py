@@ -114,9 +114,9 @@ def test_the_runs_table_keeps_finished_runs_only_and_reads_back_what_it_wrote(tm
     runs = campaign.runs()
     report = {"criteria": [{"name": "no_collision(polaris)", "value": 0.0, "margin": -0.0}]}
     table = RunsTable(tmp_path, campaign, {"no_collision(polaris)": "contacts"})
-    table.add(RunResult(runs[0].index, runs[0].name, runs[0].values, "failed", "", report, "n1", 4.25))
+    table.add(RunResult(runs[0], "failed", "", report, "n1", 4.25))
     table.add(RunResult.lost(runs[1], "Ray lost the run: its node died"))
-    table.add(RunResult(runs[2].index, runs[2].name, runs[2].values, INTERRUPTED, "stopped"))
+    table.add(RunResult(runs[2], INTERRUPTED, "stopped"))
     again = RunsTable(tmp_path, campaign, {"no_collision(polaris)": "contacts"})
     assert sorted(again.rows) == [runs[0].name, runs[1].name] and INTERRUPTED not in FINISHED
     first, lost = again.rows[runs[0].name], again.rows[runs[1].name]
@@ -124,7 +124,7 @@ def test_the_runs_table_keeps_finished_runs_only_and_reads_back_what_it_wrote(tm
         "failed", "False", "0.0", "4.25")
     assert (lost["status"], lost["node"], lost["reason"]) == ("error", "", "Ray lost the run: its node died")
     # what a sampler is told of each: the margins by criterion (none without a report)
-    assert RunResult(0, "run0000", {}, "failed", "", report).margins == {"no_collision(polaris)": -0.0}
+    assert RunResult(runs[0], "failed", "", report).margins == {"no_collision(polaris)": -0.0}
     assert RunResult.lost(runs[1], "lost").margins == {}
 
 
