@@ -9,6 +9,7 @@ setup(
     version="0.1.0",
     # the benchmark and the harness it shares with the tests are not installed
     packages=find_packages(exclude=["test", "test.*", "benchmark", "benchmark.*", "harness", "harness.*"]),
+    package_data={"acres_sim.episode": ["definitions.json"]},  # the episode log's message definitions
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
