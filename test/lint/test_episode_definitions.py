@@ -1,4 +1,4 @@
-"""acres_sim/episode/definitions.py (generated) against the environment it runs in: every .msg text
+"""acres_sim/episode/definitions.json (generated) against the environment it runs in: every .msg text
 as this distribution installs it and every type hash as rosidl computed it; interfaces/ as the one
 source of acres_interfaces; and the episode codec against rclpy's own CDR for every
 acres_interfaces message."""
