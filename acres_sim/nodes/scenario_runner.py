@@ -26,6 +26,7 @@ stack) or 130 (interrupted).
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import math
 import os
 import signal
@@ -72,6 +73,7 @@ SOURCE_INPUTS = {"ackermann": ACKERMANN_CMD, "cmd_vel": CMD_VEL,
                  "dbw": f"drive-by-wire ({STEERING_CMD}, {THROTTLE_CMD}, {BRAKE_CMD})"}
 PROGRESS_EVERY_S = 2.0
 ROS_CLOSE_S = 10.0  # the runner's ROS node closes within this, or the run ends without it
+INTERRUPT_STACKS_S = 60.0  # a run still going this long after Ctrl-C prints its threads' stacks
 WATCH_EVERY_S = 0.5  # how often a long wait looks for Ctrl-C and dead processes
 
 
@@ -127,6 +129,13 @@ class ScenarioRun:
 
     # -- the run -------------------------------------------------------------------------------
 
+    def _interrupt(self) -> None:
+        """(a signal handler) The run ends at its next check; one still going INTERRUPT_STACKS_S later
+        prints every thread's stack to stderr, so that what holds it shows in its output."""
+        if not self.interrupted.is_set():
+            faulthandler.dump_traceback_later(INTERRUPT_STACKS_S, exit=False)
+        self.interrupted.set()
+
     def execute(self) -> int:
         from acres_sim.scenario.session import RunSession, SessionFailed
 
@@ -134,7 +143,7 @@ class ScenarioRun:
         env = dict(os.environ)
         if self.args.domain is not None:
             env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = str(self.args.domain)
-        previous = {sig: signal.signal(sig, lambda _n, _f: self.interrupted.set())
+        previous = {sig: signal.signal(sig, lambda _n, _f: self._interrupt())
                     for sig in (signal.SIGINT, signal.SIGTERM)}
         session = RunSession(self.scenario, self.run_dir, env, self.args.game_arg)
         status, reason = "error", ""
@@ -192,6 +201,7 @@ class ScenarioRun:
         if self.args.junit:
             reports.write_junit(self.args.junit, result)
         print(reports.summary(result), flush=True)
+        faulthandler.cancel_dump_traceback_later()
         return reports.EXIT_CODES[status]
 
     def _prepare(self, game: Any) -> None:

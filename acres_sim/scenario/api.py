@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from acres_sim.scenario.command import runner_args
+
+INTERRUPTED_WAIT_S = 120.0  # an interrupted run ends within this, or it is killed
 
 
 class ScenarioRefused(ValueError):
@@ -55,7 +58,8 @@ def run_scenario(path: str | os.PathLike[str], *, stack: str = "", sets: Iterabl
                  env: dict[str, str] | None = None) -> ScenarioResult:
     """Run the scenario file (with `--set` overrides) and return its result; ScenarioRefused when the
     file is refused. `timeout_s`: wall time after which the run is interrupted (its report then says
-    so)."""
+    so; a run still going INTERRUPTED_WAIT_S later is killed, and its output ends with its threads'
+    stacks)."""
     report_path = Path(out) / "report.json" if out else None
     args = runner_args(path, stack=stack, sets=sets, out=out, report=report_path or "", junit=junit, log=log,
                        domain=domain, until_decided=until_decided, game_args=game_args, quiet=True)
@@ -63,8 +67,12 @@ def run_scenario(path: str | os.PathLike[str], *, stack: str = "", sets: Iterabl
     try:
         output, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        proc.send_signal(2)  # SIGINT: the run writes its report, marked interrupted
-        output, _ = proc.communicate()
+        proc.send_signal(signal.SIGINT)  # the run writes its report, marked interrupted
+        try:
+            output, _ = proc.communicate(timeout=INTERRUPTED_WAIT_S)
+        except subprocess.TimeoutExpired:  # its output holds the stacks of what held it (the runner's)
+            proc.kill()
+            output, _ = proc.communicate()
     if report_path is None:
         report_path = _report_named_in(output)
     report = json.loads(report_path.read_text()) if report_path is not None and report_path.is_file() else {}

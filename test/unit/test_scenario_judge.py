@@ -4,14 +4,19 @@ table says, the task statuses when they change, and the report's JUnit read back
 
 from __future__ import annotations
 
+import faulthandler
 import math
+import time
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
 from acres_sim.scenario import report as reports
 from acres_sim.scenario.judge import FAILED, RUNNING, SUCCEEDED, Judge
 from acres_sim.scenario.scenario_file import load
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
 SCENARIO = """\
 acres_scenario: 1
@@ -226,3 +231,22 @@ def test_a_step_requests_summary_is_judged_as_its_steps_are_one_by_one(tmp_path,
         judge.finish()
     assert _verdicts(summarised) == _verdicts(per_step)
     assert summarised.steps == per_step.steps
+
+
+def test_an_interrupted_run_that_does_not_end_prints_its_threads_stacks(monkeypatch, capfd, tmp_path):
+    """A run still going INTERRUPT_STACKS_S after Ctrl-C says where each thread is (its output is all
+    a user or a test that gave up on it has); one that ends in time prints nothing of the kind."""
+    runner = pytest.importorskip("acres_sim.nodes.scenario_runner", reason="the runner needs its ROS side")
+    monkeypatch.setattr(runner, "INTERRUPT_STACKS_S", 0.2)
+    args = runner.parse_args([str(SCENARIOS / "bale_ahead.yaml"), "--out", str(tmp_path)])
+    run = runner.ScenarioRun(runner.load(args.file, []), args)
+    run._interrupt()
+    time.sleep(0.6)
+    assert run.interrupted.is_set()
+    assert "most recent call first" in capfd.readouterr().err
+    faulthandler.cancel_dump_traceback_later()
+    fresh = runner.ScenarioRun(runner.load(args.file, []), args)
+    fresh._interrupt()
+    faulthandler.cancel_dump_traceback_later()  # what execute() does once the report is out
+    time.sleep(0.4)
+    assert "most recent call first" not in capfd.readouterr().err
