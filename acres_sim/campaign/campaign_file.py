@@ -9,8 +9,8 @@
       seed: 11
       objects.bale1.pose.x: {uniform: [4.0, 8.0]}
       conditions.wet: {choice: [0.0, 1.0]}
-    search:                            # instead of grid and random: runs drawn toward failures
-      runs: 40                         #   in all,
+    search:                            # runs drawn toward failures (alone, or after grid and random,
+      runs: 40                         #   then over the same keys and fitted to their margins first)
       batch: 8                         #   drawn together (the search learns between batches)
       seed: 1
       toward: stop_before              #   the criterion whose margin it drives down
@@ -100,9 +100,6 @@ class _CampaignReader(NodeReader):
         overlap = [k for k in draws if k in grid]
         if overlap:
             raise self.fail(top["random"], f"random.{overlap[0]}", "swept by the grid already")
-        if "search" in top and (grid or draws):
-            raise self.fail(top["search"], "search", "a search takes the place of grid and random (give one "
-                                                     "or the other)")
         if not grid and not draws and "search" not in top:
             raise self.fail(root, "grid", "a campaign sweeps something: give grid and/or random, or search")
         stack = self.text(top["stack"], "stack") if "stack" in top else ""
@@ -117,8 +114,9 @@ class _CampaignReader(NodeReader):
         else:
             timeout = RUN_TIMEOUT_BASE_S + RUN_TIMEOUT_PER_WORLD_S * scenario.duration_s
         criteria = {c.name: c.unit for c in Judge(scenario, math.inf, lambda status: None).criteria}
-        sampler = (self.search(top["search"], list(criteria)) if "search" in top
-                   else Sweep(grid, draws, runs, seed))
+        sweep = Sweep(grid, draws, runs, seed) if grid or draws else None
+        sampler = self.search(top["search"], list(criteria), sweep) if "search" in top else sweep
+        assert sampler is not None  # a campaign sweeps something (checked above)
         campaign = Campaign(path, scenario_path, scenario, sampler, stack,
                             float(timeout), game_args, criteria,
                             {"campaign": _sha256(path), "scenario": _sha256(scenario_path)})
@@ -184,10 +182,16 @@ class _CampaignReader(NodeReader):
         seed = self.count(given, node, "random.seed", "the seed", 0, default=0)
         return draws, runs, seed
 
-    def search(self, node: yaml.Node, names: list[str]) -> Search:
-        """names: the scenario's criteria, one of which the search drives toward failing."""
+    def search(self, node: yaml.Node, names: list[str], sweep: Sweep | None) -> Search:
+        """names: the scenario's criteria, one of which the search drives toward failing; sweep: the
+        grid and random runs it follows (the same keys), if any."""
         draws, given = self.draws(node, "search", ("runs", "batch", "seed", "toward"))
-        runs = self.count(given, node, "search.runs", "how many runs in all", 1)
+        what = "how many runs the search draws (after the sweep's)" if sweep else "how many runs in all"
+        runs = self.count(given, node, "search.runs", what, 1)
+        if sweep is not None and set(draws) != set(sweep.keys):
+            differ = sorted(set(draws) ^ set(sweep.keys))[0]
+            raise self.fail(node, f"search.{differ}", "a search after a sweep ranges over the keys the sweep "
+                                                      f"swept ({', '.join(sweep.keys)}), no other")
         batch = self.count(given, node, "search.batch", "how many runs are drawn together", 1, default=8)
         seed = self.count(given, node, "search.seed", "the seed", 0, default=0)
         if "toward" not in given:
@@ -198,7 +202,8 @@ class _CampaignReader(NodeReader):
         if toward not in names and len(kinds) != 1:
             raise self.fail(given["toward"], "search.toward",
                             f"{toward!r} is not one criterion of the scenario (they are: {', '.join(names)})")
-        return Search(draws, runs, batch, seed, toward if toward in names else kinds[0])
+        first = sweep.runs() if sweep is not None else []
+        return Search(draws, len(first) + runs, batch, seed, toward if toward in names else kinds[0], first)
 
 
 def _values(run: Run) -> str:

@@ -6,7 +6,8 @@ DIR gets campaign.json (the files it was made from), runs.csv (table.py, rewritt
 runs/<run>/ (each run's report.json, episode.mcap and its processes' output) and pass_rate.png.
 Run again with the same DIR, it does only the runs not finished yet, and refuses when the campaign
 or scenario file changed. Ctrl-C stops the runs under way (their sessions end; they are done again
-on resume) and keeps the table of what finished.
+on resume) and keeps the table of what finished. A run whose Ray node (or worker) died is an error
+naming the node; the campaign goes on with the nodes left, and does that run again on resume.
 
 --address: the address given is the one used; a loopback one (127.0.0.1:PORT, a cluster of this
 machine started with --node-ip-address 127.0.0.1) keeps every Ray process of the campaign on
@@ -146,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     table = RunsTable(out, campaign, campaign.criteria)
     text = campaign.scenario_path.read_text(encoding="utf-8")
     specs: list[RunSpec] = []
+    # Runs lost with their node before run again for their verdict; a search learns nothing from
+    # them, as it learnt nothing when they were lost, so that it draws what the first session drew.
+    rerun = set(table.lost)
 
     def more() -> None:
         """The runs the sampler gives now: one finished before is told its margins (from its report)
@@ -155,10 +159,12 @@ def main(argv: list[str] | None = None) -> int:
             for run in fresh:
                 if run.name in table.rows:
                     sampler.tell(run, margins_of(saved_report(out, run.name)))
-                else:
-                    specs.append(RunSpec(run, text, campaign.scenario_path.name, str(campaign.path.parent),
-                                         campaign.stack, campaign.run_timeout_s, campaign.game_args))
-                    waiting = True
+                    continue
+                if run.name in rerun:
+                    sampler.tell(run, {})
+                specs.append(RunSpec(run, text, campaign.scenario_path.name, str(campaign.path.parent),
+                                     campaign.stack, campaign.run_timeout_s, campaign.game_args))
+                waiting = True
             if waiting:
                 return
 
@@ -166,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     before = len(table.rows)
     executor = _executor(args)
     _say(f"{campaign.scenario.name}: {sampler.total} runs over {', '.join(campaign.keys)}"
-         f" ({before} finished before), {executor.workers} at once on {executor.where}")
+         f" ({before} finished before{f', {len(rerun)} lost with their node run again' if rerun else ''}),"
+         f" {executor.workers} at once on {executor.where}")
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill ends it as Ctrl-C does
     started, done = time.monotonic(), 0
     interrupted = False
@@ -180,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     _save(out, result)
                     table.add(result)
-                    sampler.tell(result.run, result.margins)
+                    if result.name not in rerun:
+                        sampler.tell(result.run, result.margins)
                     more()
                     done += 1
                     _say(f"{result.name} {result.status:<7} ({done}/{sampler.total - before}, "

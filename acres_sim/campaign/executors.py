@@ -20,6 +20,7 @@ from acres_sim.campaign.run import RunResult, RunSpec, execute_run
 # A local Ray instance: its object store holds the runs' results (a report and a log of a few MB
 # each) and no more; Ray's default would take 30 % of the machine's memory. No dashboard.
 OBJECT_STORE_BYTES = 512 * 1024 * 1024
+PLACEMENT_TIMEOUT_S = 10.0  # the driver's own node answers where a lost run was
 
 
 def ray_installed() -> bool:
@@ -118,10 +119,26 @@ class LocalRuns(_Runs):
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _on_a_ray_node(spec: RunSpec) -> RunResult:
+def _on_a_ray_node(spec: RunSpec, placements: Any) -> RunResult:
     import ray
 
-    return execute_run(spec, ray.get_runtime_context().get_node_id())
+    node = ray.get_runtime_context().get_node_id()
+    placements.put.remote(spec.run.name, node)
+    return execute_run(spec, node)
+
+
+class _Placements:
+    """(a Ray actor on the driver's node) The node each run started on, as the run said: a node that
+    dies takes its runs' results with it, and Ray's error does not always name it."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, str] = {}
+
+    def put(self, run: str, node: str) -> None:
+        self._nodes[run] = node
+
+    def get(self, run: str) -> str:
+        return self._nodes.pop(run, "")
 
 
 class RayRuns(_Runs):
@@ -129,6 +146,7 @@ class RayRuns(_Runs):
 
     def __init__(self, address: str | None, workers: int | None):
         import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         self._ray = ray
         if address:
@@ -143,10 +161,12 @@ class RayRuns(_Runs):
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.workers = workers or cpus
         self._task = ray.remote(num_cpus=1, max_retries=0)(_on_a_ray_node)
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self._placements = ray.remote(num_cpus=0)(_Placements).options(scheduling_strategy=here).remote()
         self._pending: dict[Any, RunSpec] = {}
 
     def submit(self, spec: RunSpec) -> None:
-        self._pending[self._task.remote(spec)] = spec
+        self._pending[self._task.remote(spec, self._placements)] = spec
 
     def finished(self, timeout_s: float) -> list[RunResult | None]:
         if not self._pending:
@@ -158,10 +178,15 @@ class RayRuns(_Runs):
             spec = self._pending.pop(ref)
             try:
                 out.append(ray.get(ref))
+                self._placements.get.remote(spec.run.name)  # forgotten
             except ray.exceptions.TaskCancelledError:
                 out.append(None)
             except ray.exceptions.RayError as exc:  # its worker or node died: the run has no verdict
-                out.append(RunResult.lost(spec.run, f"Ray lost the run: {type(exc).__name__}: {exc}"[:500]))
+                try:
+                    node = ray.get(self._placements.get.remote(spec.run.name), timeout=PLACEMENT_TIMEOUT_S)
+                except ray.exceptions.RayError:
+                    node = ""  # unknown: the run is lost all the same
+                out.append(RunResult.lost(spec.run, node, f"{type(exc).__name__}: {exc}"[:500]))
         return out
 
     def cancel(self) -> None:

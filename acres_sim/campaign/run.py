@@ -4,7 +4,8 @@ leased on this host, within a wall-clock limit. The result carries the report an
 wrote, as bytes, so that the driver keeps them whichever node ran it.
 
 Statuses: the runner's passed, failed and error; timeout when the wall-clock limit ended it;
-interrupted when the campaign was stopped (not a result: the run is done again on resume).
+interrupted when the campaign was stopped (not a result: the run is done again on resume). A run lost
+with its node is an error that names the node, and is done again on resume too.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ RUNNER_STOP_S = 90.0
 # A finished run's status (the table keeps these; a resume runs every other run again)
 FINISHED = ("passed", "failed", "error", "timeout")
 INTERRUPTED = "interrupted"  # the campaign was stopped: not a result
+# An error without a verdict: the run's node (or its worker) died. The table shows it; a resume runs it again.
+LOST = "lost with its node"
 
 
 @dataclass
@@ -61,9 +64,19 @@ class RunResult:
         return margins_of(self.report)
 
     @classmethod
-    def lost(cls, run: Run, reason: str) -> RunResult:
-        """A run that gave nothing back (its worker or node died): no verdict."""
-        return cls(run, "error", reason)
+    def lost(cls, run: Run, node: str, why: str) -> RunResult:
+        """A run that gave nothing back (its worker or node died): an error with no verdict, on
+        `node` (its id, "" when unknown), which the campaign runs again when it resumes."""
+        return cls(run, "error", f"{LOST} {node or 'unknown'}: {why}", node=node)
+
+    @property
+    def was_lost(self) -> bool:
+        return was_lost(self.reason)
+
+
+def was_lost(reason: str) -> bool:
+    """Whether a run's reason (a result's, a table row's) says the run was lost with its node."""
+    return reason.startswith(LOST)
 
 
 def status_counts(statuses: Iterable[str]) -> dict[str, int]:

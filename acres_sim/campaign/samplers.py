@@ -4,7 +4,8 @@ its unit: how far the run was from failing it).
 
 Sweep: a grid's combinations, each with `runs` seeded random draws; it gives every run at once and
 learns nothing from their margins. Search: batches drawn more and more where one criterion's margin
-is smallest (failures first), each batch once the one before is told.
+is smallest (failures first), each batch once the one before is told; after a sweep, the sweep's
+runs are its first batch.
 
 `pending()` gives the runs a sampler can give now and has not given; [] while it waits for margins,
 and once it has given `total`.
@@ -115,13 +116,15 @@ class Search:
     (failed runs first): a normal per range key (clipped to its range), a categorical per choice key.
     Batch k's draws come from a generator seeded with (seed, k) and the runs told before it, so the
     same file gives the same runs, however the runs of a batch finish, and a resumed campaign draws
-    what the first would have."""
+    what the first would have. After a sweep (`first`, its runs with a value of every key), the first
+    draws are already fitted to the sweep's margins."""
 
     draws: dict[str, Draw]
-    total: int
+    total: int  # runs in all, `first` among them
     batch: int
     seed: int
     toward: str
+    first: list[Run] = field(default_factory=list)  # a sweep's runs, given (and learnt from) before any draw
     _given: list[Run] = field(default_factory=list)
     _scores: dict[int, float | None] = field(default_factory=dict)
     _normal: dict[str, tuple[float, float]] = field(default_factory=dict)  # key -> (mean, spread)
@@ -140,12 +143,12 @@ class Search:
         return list(self._given)
 
     def probes(self) -> list[Run]:
-        """Runs that check what the search may draw: every range key at its low, then at its high
-        bound, with each choice key at each of its values."""
+        """Runs that check what the search may draw (after the sweep's own runs): every range key at
+        its low, then at its high bound, with each choice key at each of its values."""
         ranges = {k: d.values for k, d in self.draws.items() if d.kind == "uniform"}
         choices = {k: d.values for k, d in self.draws.items() if d.kind == "choice"}
         widest = max((len(v) for v in choices.values()), default=1)
-        out = []
+        out = list(self.first)
         for end in (0, 1):
             for i in range(widest):
                 values = {k: float(v[end]) for k, v in ranges.items()}
@@ -157,6 +160,9 @@ class Search:
         """The next batch, once every run given so far has been told; [] until then, and at the end."""
         if len(self._given) >= self.total or any(r.index not in self._scores for r in self._given):
             return []
+        if len(self._given) < len(self.first):
+            self._given.extend(self.first)
+            return list(self.first)
         k = len(self._given) // self.batch
         self._fit()
         rng = np.random.default_rng([self.seed, k])

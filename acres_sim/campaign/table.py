@@ -4,7 +4,8 @@ and DIR/campaign.json, the files it was made from (their SHA-256), which a resum
 
 Columns: run, a column per swept key (its dotted key), status (passed, failed, error, timeout),
 passed, a column per criterion with its value (the header names its unit: `reach(...) [s]`), node
-(where it ran), wall_s, reason.
+(where it ran), wall_s, reason. A run lost with its node is a row (an error naming the node) that
+a resume does not keep: it runs again.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from acres_sim.campaign.campaign_file import Campaign
-from acres_sim.campaign.run import FINISHED, RunResult
+from acres_sim.campaign.run import FINISHED, RunResult, was_lost
 
 TABLE, STATE, RUNS = "runs.csv", "campaign.json", "runs"  # RUNS/<run>/: a run's files
 
@@ -34,10 +35,13 @@ class RunsTable:
         self.columns = ["run", *self.keys, "status", "passed", *self.criteria.values(), "node", "wall_s",
                         "reason"]
         self.rows: dict[str, dict[str, str]] = {}
+        self.lost: set[str] = set()  # runs lost with their node before: run again on resume
         if self.path.exists():
             with open(self.path, newline="", encoding="utf-8") as f:
                 for row in csv.DictReader(f):
-                    if row.get("status") in FINISHED:
+                    if was_lost(row.get("reason", "")):
+                        self.lost.add(row["run"])
+                    elif row.get("status") in FINISHED:
                         self.rows[row["run"]] = {c: row.get(c, "") for c in self.columns}
 
     def add(self, result: RunResult) -> None:

@@ -4,7 +4,8 @@ whose verdicts follow the bale, each run's report and log and a picture; Ctrl-C 
 what finished and leaves no process behind; the campaign resumes without redoing a finished run and
 refuses to resume once its scenario changed; a silent stack and a run past its wall-clock limit are
 told apart (error, timeout); and, with Ray installed, 12 runs on a two-node Ray cluster (both nodes
-on 127.0.0.1) are spread over both nodes, stopped and resumed."""
+on 127.0.0.1) are spread over both nodes, stopped and resumed, and a node that dies in the middle
+leaves errors naming it, which the resume runs again."""
 
 from __future__ import annotations
 
@@ -199,6 +200,41 @@ def test_twelve_runs_on_a_two_node_ray_cluster_use_both_nodes_stop_and_resume(tm
     assert {r["node"] for r in rows} == nodes  # both nodes ran runs
     assert sum(r["status"] == "passed" for r in rows) == 6
     assert (out / "pass_rate.png").exists()
+    _none_left(tmp_path)
+
+
+def test_a_node_lost_mid_campaign_leaves_errors_naming_it_and_its_runs_run_again_on_resume(
+        tmp_path, two_ray_nodes):
+    """The worker node dies while it runs one of the campaign's runs: that run is an error naming the
+    node, the campaign goes on with the head node alone to its end, and the resume runs the lost run
+    again (and nothing else), after which the table is what an undisturbed campaign gives."""
+    (worker,) = two_ray_nodes.worker_nodes
+    campaign = _campaign(tmp_path, "grid:\n  objects.bale1.pose.y: [-28.0, -20.0]\n"
+                                   "random:\n  runs: 2\n  seed: 5\n"
+                                   "  conditions.dust: {uniform: [0.0, 0.3]}\n")
+    out = tmp_path / "out"
+    proc = _start(campaign, out, "--address", two_ray_nodes.address)
+    # The first two runs (one per node, a CPU each) end about together; 3 s after both, the last two
+    # are under way, one on each node (a run takes about 8 s).
+    _rows_when(out, proc, 2, 300)
+    time.sleep(3.0)
+    two_ray_nodes.remove_node(worker, allow_graceful=False)
+    output, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 1, output
+    rows = _table(out)
+    lost = [r for r in rows if r["reason"].startswith("lost with its node")]
+    assert len(rows) == 4 and len(lost) == 1, output
+    assert lost[0]["status"] == "error" and lost[0]["node"] == worker.node_id, lost
+    assert f"lost with its node {worker.node_id}: " in lost[0]["reason"]
+    assert f"{lost[0]['run']} error" in output
+    _none_left(tmp_path)  # the lost run's session ended with its node
+    code, again = _run(campaign, out, "--address", two_ray_nodes.address)
+    assert code == 1, again
+    assert "(3 finished before, 1 lost with their node run again)" in again, again
+    assert len(re.findall(r"run\d+ (passed|failed|error|timeout) ", again)) == 1  # the lost one only
+    after = _table(out)
+    assert [r for r in after if r["run"] != lost[0]["run"]] == [r for r in rows if r["run"] != lost[0]["run"]]
+    _check_table(out, campaign, after)
     _none_left(tmp_path)
 
 

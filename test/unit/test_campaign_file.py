@@ -106,7 +106,8 @@ def test_a_ros_domain_is_leased_to_one_holder_at_a_time(tmp_path, monkeypatch):
 
 def test_the_runs_table_keeps_finished_runs_only_and_reads_back_what_it_wrote(tmp_path):
     """A run's result is one record (RunResult); the table writes a row per finished one and, read
-    again on resume, keeps exactly those: an interrupted run is none of them and runs again."""
+    again on resume, keeps exactly those: an interrupted run is none of them and runs again, and so
+    does one lost with its node (shown until then as an error naming the node)."""
     from acres_sim.campaign.run import FINISHED, INTERRUPTED, RunResult
     from acres_sim.campaign.table import RunsTable
 
@@ -115,17 +116,25 @@ def test_the_runs_table_keeps_finished_runs_only_and_reads_back_what_it_wrote(tm
     report = {"criteria": [{"name": "no_collision(polaris)", "value": 0.0, "margin": -0.0}]}
     table = RunsTable(tmp_path, campaign, {"no_collision(polaris)": "contacts"})
     table.add(RunResult(runs[0], "failed", "", report, "n1", 4.25))
-    table.add(RunResult.lost(runs[1], "Ray lost the run: its node died"))
+    table.add(RunResult.lost(runs[1], "8f3a", "NodeDiedError: its node died"))
     table.add(RunResult(runs[2], INTERRUPTED, "stopped"))
+    row = table.rows[runs[1].name]  # shown as an error naming its node
+    assert (row["status"], row["node"]) == ("error", "8f3a")
+    assert row["reason"] == "lost with its node 8f3a: NodeDiedError: its node died"
     again = RunsTable(tmp_path, campaign, {"no_collision(polaris)": "contacts"})
-    assert sorted(again.rows) == [runs[0].name, runs[1].name] and INTERRUPTED not in FINISHED
-    first, lost = again.rows[runs[0].name], again.rows[runs[1].name]
+    # read again: the finished run only; the lost one runs again, as the interrupted one does
+    assert sorted(again.rows) == [runs[0].name] and again.lost == {runs[1].name}
+    assert INTERRUPTED not in FINISHED
+    first = again.rows[runs[0].name]
     assert (first["status"], first["passed"], first["no_collision(polaris) [contacts]"], first["wall_s"]) == (
         "failed", "False", "0.0", "4.25")
-    assert (lost["status"], lost["node"], lost["reason"]) == ("error", "", "Ray lost the run: its node died")
+    # a run that errs of itself is kept, whatever its reason says
+    again.add(RunResult(runs[2], "error", "the stack was lost: exit 1"))
+    assert sorted(RunsTable(tmp_path, campaign, {"no_collision(polaris)": "contacts"}).rows) == [
+        runs[0].name, runs[2].name]
     # what a sampler is told of each: the margins by criterion (none without a report)
     assert RunResult(runs[0], "failed", "", report).margins == {"no_collision(polaris)": -0.0}
-    assert RunResult.lost(runs[1], "lost").margins == {}
+    assert RunResult.lost(runs[1], "", "lost").margins == {}
 
 
 def _corner_margin(values: dict) -> float:
@@ -183,9 +192,41 @@ def test_a_search_in_a_campaign_file_names_its_criterion_and_checks_its_bounds(t
          "campaign.yaml:5: search.toward: 'nothing' is not one criterion"),
         ("search:\n  runs: 4\n  conditions.dust: {uniform: [0, 1]}\n", "search.toward"),
         ("grid:\n  conditions.dust: [0.1]\nsearch:\n  runs: 4\n  toward: stop_before\n"
-         "  conditions.wetness: {uniform: [0, 1]}\n", "a search takes the place of grid and random"),
+         "  conditions.wetness: {uniform: [0, 1]}\n",
+         "campaign.yaml:6: search.conditions.dust: a search after a sweep ranges over the keys the sweep "
+         "swept"),
         ("search:\n  runs: 4\n  toward: stop_before\n  conditions.dust: {uniform: [0, 7]}\n", "run0001"),
     ]:
         with pytest.raises(CampaignError) as refused:
             load_campaign(_write(tmp_path, body))
         assert says in str(refused.value), str(refused.value)
+
+
+def test_a_search_after_a_sweep_gives_the_sweeps_runs_first_and_fits_its_first_draws_to_them(tmp_path):
+    """grid and random, then search over the same keys: the sweep's runs come first (all at once),
+    and the search's first batch is drawn around the sweep's smallest margins instead of the ranges."""
+    from acres_sim.campaign.samplers import Draw, Run, Search
+
+    path = _write(tmp_path, "grid:\n  objects.bale1.pose.x: [4.6, 8.0]\n"
+                            "random:\n  runs: 2\n  seed: 3\n  conditions.dust: {uniform: [0.0, 0.5]}\n"
+                            "search:\n  runs: 6\n  batch: 3\n  toward: stop_before\n"
+                            "  conditions.dust: {uniform: [0.0, 0.5]}\n"
+                            "  objects.bale1.pose.x: {uniform: [4.6, 8.0]}\n")
+    campaign = load_campaign(path)
+    sampler = campaign.sampler
+    swept = sampler.pending()
+    assert sampler.total == 4 + 6
+    assert [r.values["objects.bale1.pose.x"] for r in swept] == [4.6, 4.6, 8.0, 8.0]
+    assert sampler.pending() == []  # the search waits for the sweep's margins
+    assert [r.index for r in sampler.probes()[:4]] == [0, 1, 2, 3]  # the sweep's runs are checked too
+    # synthetic: x of 0..10, the failures above x = 9; a sweep that found one (x = 9.5) pulls the first draws
+    draws = {"x": Draw("uniform", (0.0, 10.0))}
+    sweep = [Run(i, {"x": x}) for i, x in enumerate((1.0, 3.0, 5.0, 7.0, 9.5, 9.2))]
+    after, alone = Search(draws, len(sweep) + 20, 20, 1, "m", list(sweep)), Search(draws, 20, 20, 1, "m")
+    assert after.pending() == sweep
+    for run in sweep:
+        after.tell(run, {"m": 9.0 - run.values["x"]})
+    near = [r.values["x"] for r in after.pending()]
+    assert [r.index for r in after.runs()[len(sweep):]] == list(range(6, 26))
+    spread = [r.values["x"] for r in alone.pending()]
+    assert sum(x > 8.0 for x in near) >= 15 and sum(x > 8.0 for x in spread) <= 10, (near, spread)
