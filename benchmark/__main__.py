@@ -38,6 +38,8 @@ Measurements (names for --only):
             channels doing only what a step must), one and two agents; with LiDAR observations;
             reset p50/p95, aggregate steps/s of 1 and 2 sessions at once (benchmark.bench_learn)
   campaign  a campaign's runs per minute with 1 and 2 runs at once (benchmark.bench_campaign)
+  search    failures found in 100 runs of one scenario by the search and by random draws, three
+            seeds (about 40 min on 2 cores; benchmark.bench_campaign --search)
   remote    a reliable and a best-effort subscriber on a second host (a network namespace joined
             by a 1 Gbit/s veth; needs root) beside the same pair on the bridge's host: the share
             of the local subscriber's messages each gets, and latencies, with the remote host's
@@ -67,7 +69,7 @@ from benchmark.measure import (
 )
 from benchmark.measure_control import AGENT_SETS, measure_sim_control
 from benchmark.measure_driving import measure_acting_learner, measure_command_latency
-from benchmark.bench_campaign import measure_campaign
+from benchmark.bench_campaign import measure_campaign, measure_search
 from benchmark.bench_game_rate import measure_game_rate
 from benchmark.bench_learn import measure_learn
 from benchmark.bench_scenario import measure_scenario
@@ -77,7 +79,7 @@ from benchmark.verdicts import verdicts
 from harness.workload import polaris_period
 
 MEASUREMENTS = ("raw", "ingest", "convert", "polaris", "agents4", "lockstep", "simcontrol", "driving",
-                "fakegame", "episode", "scenario", "gamerate", "learn", "campaign", "remote")
+                "fakegame", "episode", "scenario", "gamerate", "learn", "campaign", "search", "remote")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                  "gamerate": measure_game_rate,
                  "learn": measure_learn,
                  "campaign": measure_campaign,
+                 "search": measure_search,
                  "remote": lambda: measure_remote_both(args.seconds, tmp)}
         for name in MEASUREMENTS:
             if name in only and name in steps:

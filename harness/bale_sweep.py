@@ -27,9 +27,11 @@ CRITERIA = ["no_collision(polaris) [contacts]", "max_speed_mps(polaris, limit=5.
 
 
 def write_campaign(directory: Path, sweep: str, driver: str = "--speed 3",
-                   name: str = "campaign.yaml") -> Path:
-    """sweep.yaml and a campaign over it (`sweep`: its grid/random/... lines) in `directory`."""
-    (directory / "sweep.yaml").write_text(SCENARIO)
+                   name: str = "campaign.yaml", scenario: str = SCENARIO) -> Path:
+    """sweep.yaml (`scenario`) and a campaign over it (`sweep`: its grid/random/... lines) in
+    `directory` (made if need be)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "sweep.yaml").write_text(scenario)
     path = directory / name
     path.write_text(f"acres_campaign: 1\nscenario: sweep.yaml\n{sweep}"
                     f"stack: {sys.executable} {DRIVER} --agent polaris {driver}\ngame_args: [--cached]\n")
