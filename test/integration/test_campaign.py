@@ -37,6 +37,13 @@ def _campaign(tmp_path: Path, body: str, driver: str = "--speed 3") -> Path:
     return write_campaign(tmp_path, body, driver)
 
 
+def _bale_on_and_beside_the_track(tmp_path: Path, draws: int, seed: int) -> Path:
+    """The bale on the track and beside it, each with `draws` draws of dust."""
+    return _campaign(tmp_path, "grid:\n  objects.bale1.pose.y: [-28.0, -20.0]\n"
+                               f"random:\n  runs: {draws}\n  seed: {seed}\n"
+                               "  conditions.dust: {uniform: [0.0, 0.3]}\n")
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     # as a user's shell: nothing keeps Ray on loopback by hand (the test session's Ray does)
@@ -181,9 +188,7 @@ def test_twelve_runs_on_a_two_node_ray_cluster_use_both_nodes_stop_and_resume(tm
         assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"} and len(nodes) == 2
     finally:
         ray.shutdown()
-    campaign = _campaign(tmp_path, "grid:\n  objects.bale1.pose.y: [-28.0, -20.0]\n"
-                                   "random:\n  runs: 6\n  seed: 4\n"
-                                   "  conditions.dust: {uniform: [0.0, 0.3]}\n")
+    campaign = _bale_on_and_beside_the_track(tmp_path, 6, 4)
     out = tmp_path / "out"
     proc = _start(campaign, out, "--address", two_ray_nodes.address)
     _rows_when(out, proc, 3, 300)
@@ -209,9 +214,7 @@ def test_a_node_lost_mid_campaign_leaves_errors_naming_it_and_its_runs_run_again
     node, the campaign goes on with the head node alone to its end, and the resume runs the lost run
     again (and nothing else), after which the table is what an undisturbed campaign gives."""
     (worker,) = two_ray_nodes.worker_nodes
-    campaign = _campaign(tmp_path, "grid:\n  objects.bale1.pose.y: [-28.0, -20.0]\n"
-                                   "random:\n  runs: 2\n  seed: 5\n"
-                                   "  conditions.dust: {uniform: [0.0, 0.3]}\n")
+    campaign = _bale_on_and_beside_the_track(tmp_path, 2, 5)
     out = tmp_path / "out"
     proc = _start(campaign, out, "--address", two_ray_nodes.address)
     # The first two runs (one per node, a CPU each) end about together; 3 s after both, the last two
