@@ -72,7 +72,6 @@ FIRST_CLOCK_SETTLE_S = 0.5  # ... at the first tick
 SOURCE_INPUTS = {"ackermann": ACKERMANN_CMD, "cmd_vel": CMD_VEL,
                  "dbw": f"drive-by-wire ({STEERING_CMD}, {THROTTLE_CMD}, {BRAKE_CMD})"}
 PROGRESS_EVERY_S = 2.0
-ROS_CLOSE_S = 10.0  # the runner's ROS node closes within this, or the run ends without it
 INTERRUPT_STACKS_S = 60.0  # a run still going this long after Ctrl-C prints its threads' stacks
 WATCH_EVERY_S = 0.5  # how often a long wait looks for Ctrl-C and dead processes
 
@@ -125,7 +124,7 @@ class ScenarioRun:
         self._started = time.monotonic()
         self.timings: dict[str, float | None] = {"first_step_wall_s": None, "first_command_wall_s": None}
         self.rule = CommandRule([a.name for a in scenario.agents], scenario.command_period_s)
-        self.abandoned = False  # an end step was left behind (see scenario/ending.py)
+        self.abandoned = False  # ROS left open: the process ends without closing it
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -185,8 +184,11 @@ class ScenarioRun:
                     reason = reason or f"the episode log could not be finished: {exc}"
             if feed is not None:
                 end_step("the episode feed", feed.stop)
-            if ros is not None and not end_step("the ROS node", ros.close, ROS_CLOSE_S):
-                self.abandoned = True  # a thread inside rclpy: the process ends without waiting for it
+            # The ROS node is not destroyed: the process ends with it (main). Destroying it while the
+            # session's processes end froze the runner for good (Fast DDS 2.14: the participant's
+            # destruction spins, holding Python's lock, until a discovery callback of a vanishing
+            # peer ends, which waits for a lock the destruction holds).
+            self.abandoned = ros is not None
             session.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -463,11 +465,6 @@ class _Ros:
             msg.drive.steering_angle, msg.drive.speed = float(steer), float(speed)
             publisher.publish(msg)
 
-    def close(self) -> None:
-        self._executor.shutdown()
-        self.node.destroy_node()
-        self._rclpy.try_shutdown()
-
 
 def command_line(file: str, stack: str = "", set: str = "", out: str = "", report: str = "", junit: str = "",
                  log: str = "", until_decided: str | bool = False) -> list[str]:
@@ -502,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     if run.abandoned:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
-        os._exit(code)  # the interpreter's own end would wait on what was left behind
+        os._exit(code)  # no destructor of rclpy's or Fast DDS's runs (see execute's end)
     return code
 
 
