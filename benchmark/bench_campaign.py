@@ -14,6 +14,7 @@ track and within its reach does (about 3 % of the ranges). The search drives min
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import subprocess
 import sys
@@ -73,8 +74,6 @@ def _failures(tmp: Path, name: str, sweep: str, workers: int) -> tuple[int, int,
                           env=env, capture_output=True, text=True, timeout=4 * 3600)
     if done.returncode not in (0, 1):
         raise RuntimeError(f"the campaign {name} failed (exit {done.returncode}): {done.stdout[-2000:]}")
-    import csv
-
     with open(tmp / name / "out" / "runs.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     errors = [r for r in rows if r["status"] not in ("passed", "failed")]

@@ -5,7 +5,7 @@ who include it in their own launch beside their stack; the launch ends when the 
     ros2 launch acres_sim scenario.launch.py file:=my.yaml stack:="ros2 launch my_pkg stack.launch.py" \
         set:="conditions.dust=0.5;objects.bale1.pose.x=6"
 
-The command line itself is acres_sim.nodes.scenario_runner.command_line, which the tests run without
+The command line itself is acres_sim.scenario.command.command_line, which the tests run without
 launch installed.
 """
 
@@ -21,7 +21,7 @@ from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration
 
-from acres_sim.nodes.scenario_runner import command_line
+from acres_sim.scenario.command import command_line
 
 ARGUMENTS = (
     ("file", "", "The scenario file (YAML)."),

@@ -137,7 +137,8 @@ class _Placements:
     def put(self, run: str, node: str) -> None:
         self._nodes[run] = node
 
-    def get(self, run: str) -> str:
+    def take(self, run: str) -> str:
+        """Where the run started ("" if it never said), forgotten."""
         return self._nodes.pop(run, "")
 
 
@@ -178,12 +179,12 @@ class RayRuns(_Runs):
             spec = self._pending.pop(ref)
             try:
                 out.append(ray.get(ref))
-                self._placements.get.remote(spec.run.name)  # forgotten
+                self._placements.take.remote(spec.run.name)  # forgotten: the run came back
             except ray.exceptions.TaskCancelledError:
                 out.append(None)
             except ray.exceptions.RayError as exc:  # its worker or node died: the run has no verdict
                 try:
-                    node = ray.get(self._placements.get.remote(spec.run.name), timeout=PLACEMENT_TIMEOUT_S)
+                    node = ray.get(self._placements.take.remote(spec.run.name), timeout=PLACEMENT_TIMEOUT_S)
                 except ray.exceptions.RayError:
                     node = ""  # unknown: the run is lost all the same
                 out.append(RunResult.lost(spec.run, node, f"{type(exc).__name__}: {exc}"[:500]))

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from acres_sim.episode.log_file import EpisodeLogError
 from acres_sim.fake_game.app import FakeGame
-from acres_sim.heap import TRIM_EVERY_S, trim_heap
+from acres_sim.heap import PeriodicTrim
 from acres_sim.fake_game.simulation.session_config import (
     FLAVORS,
     VEHICLE_NAMES,
@@ -158,12 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"fake_game: exiting: no stream could listen on 127.0.0.1 port {ports} (in use by another "
                   "program?); free the port or choose another with --port/--ports", file=sys.stderr)
             return 1
-        trimmed = time.monotonic()
+        trim = PeriodicTrim()
         while not stop["asked"] and not game.session.finished:
             time.sleep(0.2)
-            if time.monotonic() - trimmed > TRIM_EVERY_S:
-                trim_heap()
-                trimmed = time.monotonic()
+            trim()
         game.stop()
     finally:
         for sig, handler in previous.items():

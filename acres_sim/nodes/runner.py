@@ -20,6 +20,7 @@ from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedE
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from acres_sim.heap import PeriodicTrim
 from acres_sim.middleware import dds
 from acres_sim.nodes.parameters import NodeParameters, ParameterError, ParamSpec
 
@@ -169,8 +170,9 @@ def run(make_node: Callable[[], RunnableNode], name: str, args: Sequence[str] | 
         executors = node.executors()
         spinners = [spin_in_thread(executor, stop, failures, f"{name}-executor-{index}")
                     for index, executor in enumerate(executors)]
+        trim = PeriodicTrim()
         while not stop.wait(0.2) and not node.finished:
-            pass  # the signal handler only sets the event: nothing here holds a lock
+            trim()  # the signal handler only sets the event: nothing here holds a lock
         if failures:
             raise failures[0]
         return 0

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from acres_sim.scenario import report as reports
-from acres_sim.scenario.command import runner_args
 from acres_sim.scenario.ending import end_step
 from acres_sim.scenario.judge import Judge
 from acres_sim.scenario.model import Event, Scenario
@@ -464,17 +463,6 @@ class _Ros:
             msg.header.stamp.sec, msg.header.stamp.nanosec = sec, int(round((now - sec) * 1e9))
             msg.drive.steering_angle, msg.drive.speed = float(steer), float(speed)
             publisher.publish(msg)
-
-
-def command_line(file: str, stack: str = "", set: str = "", out: str = "", report: str = "", junit: str = "",
-                 log: str = "", until_decided: str | bool = False) -> list[str]:
-    """The run as a command line from scenario.launch.py's arguments (`set` is KEY=VALUE;KEY=VALUE)."""
-    if not file:
-        raise ValueError("file is empty: give the scenario file (file:=scenario.yaml)")
-    sets = [item for item in (part.strip() for part in set.split(";")) if item]
-    decided = str(until_decided).strip().lower() in ("true", "1", "yes", "on")
-    return runner_args(file, stack=stack, sets=sets, out=out, report=report, junit=junit, log=log,
-                       until_decided=decided)
 
 
 def main(argv: list[str] | None = None) -> int:

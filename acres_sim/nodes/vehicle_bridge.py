@@ -26,7 +26,6 @@ from ackermann_msgs.msg import AckermannDriveStamped
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist, TwistStamped
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.clock import Clock, ClockType
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Bool, Empty, Float64, Header, String, UInt64
 
@@ -47,7 +46,6 @@ from acres_sim.drive.driver import (
 from acres_sim.channels.vehicle import VehicleInfo, VehicleReport
 from acres_sim.drive.input_faults import InputFaults
 from acres_sim.game.vehicle_client import VehicleClient
-from acres_sim.heap import TRIM_EVERY_S, trim_heap
 from acres_sim.middleware.cdr_publisher import wait_until_acked
 from acres_sim.nodes.parameters import VEHICLE_BRIDGE, vehicle_bridge_config
 from acres_sim.nodes.runner import RosLogging, RunnableNode, run
@@ -105,8 +103,6 @@ class VehicleBridge(RunnableNode):
         self._refused_pub = pub(String, topics.VEHICLE_REFUSED, LATCHED_QOS)
         self._diagnostics = pub(DiagnosticArray, topics.DIAGNOSTICS, REPORT_QOS)
         self.create_timer(1.0, self._publish_diagnostics)
-        # wall time: the heap is trimmed whether or not the world moves
-        self.create_timer(TRIM_EVERY_S, trim_heap, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self._reports: list[Any] = [self._ackermann_state]
         sub = self.create_subscription
         sub(Empty, topics.VEHICLE_ENABLE, lambda _: self._switch(True), COMMAND_QOS)

@@ -1,5 +1,6 @@
 """The scenario runner's command line, built in one place (ROS-free): for the Python API
-(scenario/api.py), scenario.launch.py (nodes/scenario_runner.command_line) and campaign runs."""
+(scenario/api.py), scenario.launch.py (command_line, from the launch file's arguments) and campaign
+runs."""
 
 from __future__ import annotations
 
@@ -29,3 +30,14 @@ def runner_args(file: PathLike, *, stack: str = "", sets: Iterable[str] = (), ou
         args.append("--quiet")
     args += [f"--set={item}" for item in sets] + [f"--game-arg={arg}" for arg in game_args]
     return args
+
+
+def command_line(file: str, stack: str = "", set: str = "", out: str = "", report: str = "", junit: str = "",
+                 log: str = "", until_decided: str | bool = False) -> list[str]:
+    """The run as a command line from scenario.launch.py's arguments (`set` is KEY=VALUE;KEY=VALUE)."""
+    if not file:
+        raise ValueError("file is empty: give the scenario file (file:=scenario.yaml)")
+    sets = [item for item in (part.strip() for part in set.split(";")) if item]
+    decided = str(until_decided).strip().lower() in ("true", "1", "yes", "on")
+    return runner_args(file, stack=stack, sets=sets, out=out, report=report, junit=junit, log=log,
+                       until_decided=decided)

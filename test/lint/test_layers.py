@@ -52,7 +52,7 @@ ALLOWED = (
     ("acres_sim", ()),  # the leaves themselves and __init__
     ("harness", ("acres_sim",)),
     ("benchmark", ("acres_sim", "harness")),
-    ("launch", ("acres_sim.nodes",)),
+    ("launch", ("acres_sim.nodes", "acres_sim.scenario.command")),
 )
 ROS_FREE = ("acres_sim.net", "acres_sim.channels", "acres_sim.stream", "acres_sim.control",
             "acres_sim.convert", "acres_sim.game", "acres_sim.drive", "acres_sim.fake_game",

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from acres_sim.nodes.scenario_runner import command_line, main
+from acres_sim.nodes.scenario_runner import main
+from acres_sim.scenario.command import command_line
 from acres_sim.scenario.scenario_file import ScenarioError, load
 
 REPO = Path(__file__).resolve().parents[2]
