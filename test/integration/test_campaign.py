@@ -99,6 +99,28 @@ def _leftovers(where: Path) -> list[str]:
     return found
 
 
+def _runners_under(ancestor: int) -> list[float]:
+    """When each scenario runner descending from process `ancestor` started (seconds since the epoch)."""
+    boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                if line.startswith("btime"))
+    ticks = os.sysconf("SC_CLK_TCK")
+    out = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or b"scenario_runner" not in (proc / "cmdline").read_bytes():
+                continue
+            pid, started = int(proc.name), None
+            while pid > 1 and pid != ancestor:
+                fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+                started = started if started is not None else boot + int(fields[19]) / ticks
+                pid = int(fields[1])
+            if pid == ancestor:
+                out.append(started)
+        except (OSError, ValueError):
+            continue  # ended meanwhile
+    return out
+
+
 def _none_left(where: Path) -> None:
     deadline = time.monotonic() + 15
     while _leftovers(where) and time.monotonic() < deadline:
@@ -217,10 +239,12 @@ def test_a_node_lost_mid_campaign_leaves_errors_naming_it_and_its_runs_run_again
     campaign = _bale_on_and_beside_the_track(tmp_path, 2, 5)
     out = tmp_path / "out"
     proc = _start(campaign, out, "--address", two_ray_nodes.address)
-    # The first two runs (one per node, a CPU each) end about together; 3 s after both, the last two
-    # are under way, one on each node (a run takes about 8 s).
-    _rows_when(out, proc, 2, 300)
-    time.sleep(3.0)
+    # once a run's runner has worked 2 s on the worker node (its processes descend from that node's raylet)
+    raylet = worker.all_processes["raylet"][0].process.pid
+    deadline = time.monotonic() + 300
+    while not any(time.time() - started > 2.0 for started in _runners_under(raylet)):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
+        time.sleep(0.2)
     two_ray_nodes.remove_node(worker, allow_graceful=False)
     output, _ = proc.communicate(timeout=600)
     assert proc.returncode == 1, output
