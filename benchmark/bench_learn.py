@@ -217,6 +217,30 @@ def aggregate(envs: int, steps: int) -> float:
     return sum(rates)
 
 
+def sweep_costs(sweeps: int = 40) -> dict | None:
+    """A Polaris sweep's render (1800 x 32 rays, the loop's poses, noise on) by the compiled caster
+    and by the arrays, in turns in this process: median ms each and their ratio (None without
+    numba)."""
+    from acres_sim.fake_game.simulation.simulation import AgentSimulator
+    from acres_sim.fake_game.simulation.vehicles import vehicle_hello
+    from acres_sim.stream.timing import column_firing_offsets
+    sim = AgentSimulator(vehicle_hello("polaris"), seed=42, noise=True)
+    model, lidar = sim._lidar, sim.hello.lidar
+    if model._split is None:
+        return None
+    costs: dict[bool, list[float]] = {True: [], False: []}
+    for k in range(sweeps):
+        times = 0.1 + 2.3 * k + column_firing_offsets(lidar.columns, lidar.hz)
+        for compiled in (True, False):
+            rng = np.random.default_rng(k)
+            started = time.perf_counter()
+            model.render_sweep(sim.scene, times, sim.lidar_pose, rng, compiled=compiled)
+            costs[compiled].append(1e3 * (time.perf_counter() - started))
+    compiled_ms, arrays_ms = statistics.median(costs[True]), statistics.median(costs[False])
+    return {"compiled_ms": compiled_ms, "arrays_ms": arrays_ms,
+            "arrays_over_compiled": arrays_ms / compiled_ms}
+
+
 def measure_learn(steps: int = 200, resets: int = 20) -> dict:
     """make bench's figures (see the module's docstring)."""
     out: dict = {}
@@ -242,6 +266,7 @@ def measure_learn(steps: int = 200, resets: int = 20) -> dict:
                                              "learner": statistics.median(o for _, o in v)}
                                          for k, v in cpu.items()}}
     out["lidar_env_steps_per_s"] = max(env_rate(GATE, ["state", "lidar"], steps) for _ in range(2))
+    out["lidar_sweep"] = sweep_costs()
     out["metadrive_steps_per_s"] = metadrive_rate()  # None where it is not installed
     shutil.rmtree(folder, ignore_errors=True)
     times = sorted(reset_times(resets))
@@ -267,6 +292,9 @@ def main() -> None:
               f"per step, game + learner: {c['env']['game']:.2f} + {c['env']['learner']:.2f} against "
               f"{c['floor']['game']:.2f} + {c['floor']['learner']:.2f}")
     print(f"state+lidar     environment {r['lidar_env_steps_per_s']:7.1f} steps/s")
+    if r["lidar_sweep"]:
+        print("a Polaris sweep: compiled {compiled_ms:.1f} ms, arrays {arrays_ms:.1f} ms "
+              "({arrays_over_compiled:.2f} x)".format(**r["lidar_sweep"]))
     peer = r["metadrive_steps_per_s"]
     print("MetaDrive       not installed (pip install metadrive-simulator==0.4.3)" if peer is None else
           f"MetaDrive       {peer:7.1f} steps/s (state + LiDAR): ours state / it "

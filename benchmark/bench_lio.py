@@ -2,7 +2,7 @@
 lidar_fields:=xyzirt lidar_stamp:=start -> KISS-ICP (its Python API, default settings), once with the
 per-point times (deskewing) and once without, against ground_truth/odom.
 
-    make bench-lio            # or: python3 -m benchmark.bench_lio [--seconds 100]
+    make bench-lio            # or: python3 -m benchmark.bench_lio [--seconds 100] [--casters]
 
 Prints, for both runs, the translation RMSE after aligning the trajectories (Horn), the final drift
 in % of the path length, the mean error over 50 m stretches (a closed lap hides a standing estimate
@@ -120,10 +120,59 @@ def run_kiss(clouds: list, with_times: bool) -> tuple[np.ndarray, float]:
     return np.array(positions), spent / max(1, len(clouds))
 
 
+def casters_side_by_side(seconds: float, noise_seed: int = 0) -> int:
+    """The fake game's own Polaris sweeps, every 0.1 s of world time for `seconds`, rendered in this
+    process by the compiled caster and by the arrays (the same poses both ways, nothing dropped:
+    a lockstep run's clouds), KISS-ICP with the per-point times on each. noise_seed: the range
+    noise of sweep k is drawn from seed noise_seed + k, the same for both casters (another seed shows
+    how far the noise alone moves the figures)."""
+    from acres_sim.fake_game.simulation.simulation import AgentSimulator
+    from acres_sim.fake_game.simulation.vehicles import vehicle_hello
+    from acres_sim.stream.timing import column_firing_offsets
+
+    figures = {}
+    for compiled in (True, False):
+        sim = AgentSimulator(vehicle_hello("polaris"), seed=42, noise=True)
+        model, lidar = sim._lidar, sim.hello.lidar
+        offsets = column_firing_offsets(lidar.columns, lidar.hz)
+        per_point = np.repeat(offsets - offsets[0], lidar.rings)  # from the sweep's start, as xyzirt
+        clouds, truth = [], []
+        for k in range(1, int(seconds * lidar.hz) + 1):
+            t_end = k / lidar.hz
+            noise = np.random.default_rng(noise_seed + k)
+            cloud = model.render_sweep(sim.scene, t_end + offsets, sim.lidar_pose, noise,
+                                       compiled=compiled).reshape(-1, 4)
+            keep = np.isfinite(cloud[:, 0])
+            clouds.append((t_end, cloud[keep, :3].astype(np.float64), per_point[keep]))
+            pose = sim.lidar_pose(t_end + 0.5 * (offsets[0] - offsets[-1]))
+            matrix = np.eye(4)
+            matrix[:3, :3], matrix[:3, 3] = pose.rotation, pose.position
+            truth.append(matrix)
+        first_inv = np.linalg.inv(truth[0])
+        truth_xyz = np.array([(first_inv @ t)[:3, 3] for t in truth])
+        path_m = float(np.linalg.norm(np.diff(truth_xyz, axis=0), axis=1).sum())
+        estimate, _per_cloud = run_kiss(clouds, True)
+        figures["compiled" if compiled else "arrays"] = {
+            "rmse_m": horn_rmse(estimate, truth_xyz),
+            "segment_error_percent": segment_error_percent(estimate, truth_xyz),
+            "final_drift_percent": float(np.linalg.norm(estimate[-1] - truth_xyz[-1]) / path_m * 100.0)}
+    print(f"KISS-ICP with the per-point times on {len(clouds)} sweeps rendered in turn, {path_m:.1f} m:")
+    for name, r in figures.items():
+        print(f"  {name:<9} translation RMSE {r['rmse_m']:7.3f} m   final drift "
+              f"{r['final_drift_percent']:6.2f} % of the path   error over 50 m stretches "
+              f"{r['segment_error_percent']:6.2f} %")
+    print(json.dumps(figures))
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=100.0,
                         help="driving time (100 s: one lap with its stop)")
+    parser.add_argument("--casters", action="store_true",
+                        help="no ROS: the game's sweeps rendered here by the compiled caster and the arrays")
+    parser.add_argument("--noise-seed", type=int, default=0,
+                        help="with --casters: the range noise's first seed")
     args = parser.parse_args()
     try:
         import kiss_icp  # noqa: F401
@@ -131,6 +180,8 @@ def main() -> int:
         print("bench_lio: kiss-icp is not installed: pip install -r tools/requirements-bench.txt "
               "(or make bench-lio)", file=sys.stderr)
         return 2
+    if args.casters:
+        return casters_side_by_side(args.seconds, args.noise_seed)
     clouds, store, lidar_frame = collect(args.seconds)
     # Ground truth of the LiDAR at the middle of each sweep (KISS-ICP deskews to the middle).
     truth, kept = [], []

@@ -139,6 +139,10 @@ def print_report(r: dict[str, Any]) -> None:
                       f"{f['env_over_floor']:.2f} x")
         console.print(t)
         console.print(f"the environment with LiDAR observations: {le['lidar_env_steps_per_s']:.1f} steps/s")
+        if le.get("lidar_sweep"):
+            console.print("a Polaris sweep rendered (1800 x 32 rays): compiled {compiled_ms:.1f} ms, with "
+                          "NumPy's arrays {arrays_ms:.1f} ms ({arrays_over_compiled:.2f} x)"
+                          .format(**le["lidar_sweep"]))
         peer = le.get("metadrive_steps_per_s")
         console.print("MetaDrive: not installed (pip install metadrive-simulator==0.4.3)" if peer is None else
                       f"MetaDrive (state + 240-beam LiDAR, light traffic): {peer:.1f} steps/s")

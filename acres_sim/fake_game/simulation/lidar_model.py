@@ -26,6 +26,11 @@ from acres_sim.fake_game.world.scene import Scene
 
 from acres_sim.fake_game.simulation.poses import Pose
 
+try:  # the sweep cast in compiled loops; without numba, the arrays of raycast (about twice the time)
+    from acres_sim.fake_game.world import raycast_compiled, raycast_kernels
+except ImportError:  # pragma: no cover - numba is a declared dependency
+    raycast_compiled = raycast_kernels = None  # type: ignore[assignment]
+
 
 def beam_azimuths_deg(columns: int, azimuth_order: str) -> np.ndarray:
     """Azimuth of every column in the sensor frame, counter-clockwise from forward, degrees."""
@@ -56,8 +61,11 @@ class LidarModel:
         self.dirs = dirs
         self._dirs32 = dirs.astype(np.float32)
         # culling groups: 10 columns x 8 rings
-        groups = block_groups(config.columns, config.rings, min(10, config.columns), min(8, config.rings))
+        block = (min(10, config.columns), min(8, config.rings))
+        groups = block_groups(config.columns, config.rings, *block)
         self.bundle = RayBundle.build(dirs.reshape(-1, 3), groups, np.float32)
+        self._split = raycast_compiled.SweepSplit.of(config.columns, config.rings, *block) \
+            if raycast_compiled is not None else None
 
     def render(self, scene: Scene, sensor: Pose, rng: np.random.Generator | None,
                conditions: Conditions = CLEAR_DAY, air_rng: np.random.Generator | None = None) -> np.ndarray:
@@ -68,31 +76,40 @@ class LidarModel:
 
     def render_sweep(self, scene: Scene, times: np.ndarray, pose_at: Callable[[float], Pose],
                      rng: np.random.Generator | None, knots: int = 19, conditions: Conditions = CLEAR_DAY,
-                     air_rng: np.random.Generator | None = None) -> np.ndarray:
+                     air_rng: np.random.Generator | None = None, compiled: bool = True) -> np.ndarray:
         """(columns, rings, 4) float32 of a moving sensor: column c is fired from pose_at(times[c])
         and its points are in the sensor frame of that instant, as a spinning LiDAR's are.
 
         The pose is evaluated at `knots` instants of the sweep and interpolated in between
         (position linearly, rotation along the geodesic). Against exact per-column poses over a
         lap of the fake world: within 0.2 mm and 77 urad (12 mm at 160 m), the worst where a sweep
-        enters or leaves a corner; 9 knots gave 711 urad."""
+        enters or leaves a corner; 9 knots gave 711 urad.
+
+        compiled: cast by raycast_compiled where numba is installed and the scene has terrain
+        (False: by raycast's arrays, the reference the tests compare it with)."""
         cfg = self.config
         times = np.asarray(times, np.float64)
-        positions, rotations = _sweep_poses(times, pose_at, knots)
         mid = len(times) // 2
-        dirs = np.matmul(rotations, self.dirs.transpose(0, 2, 1)).transpose(1, 0, 2).reshape(3, -1)
-        origins = np.repeat(positions.T, cfg.rings, axis=1)
+        if compiled and self._split is not None and scene.terrain is not None:
+            positions, rotations = _sweep_poses(times, pose_at, knots, compiled=True)
+            slack_m, slack_rad = raycast_kernels.sweep_slack(positions, rotations, mid)
+            hits = raycast_compiled.cast_sweep(scene, self.bundle, self._split, positions, rotations,
+                                               self.dirs, cfg.range_m, slack_m, slack_rad + 1e-9)
+            return self._points(hits, rng, conditions, air_rng, compiled)
+        positions, rotations = _sweep_poses(times, pose_at, knots)
         turn = _rotation_vectors(np.einsum("cji,jk->cik", rotations, rotations[mid]))  # R_c^T R_mid
         slack_m = float(np.linalg.norm(positions - positions[mid], axis=1).max())
         slack_rad = float(np.linalg.norm(turn, axis=1).max()) + 1e-9
+        dirs = np.matmul(rotations, self.dirs.transpose(0, 2, 1)).transpose(1, 0, 2).reshape(3, -1)
+        origins = np.repeat(positions.T, cfg.rings, axis=1)
         # float32 like the cloud itself (7.6 um steps at 100 m): half the memory traffic of float64
         motion = Motion(origins.astype(np.float32), dirs.astype(np.float32), slack_m=slack_m,
                         slack_rad=slack_rad)
         hits = cast(scene, self.bundle, positions[mid], rotations[mid], cfg.range_m, motion=motion)
-        return self._points(hits, rng, conditions, air_rng)
+        return self._points(hits, rng, conditions, air_rng, compiled)
 
     def _points(self, hits, rng: np.random.Generator | None, conditions: Conditions,
-                air_rng: np.random.Generator | None) -> np.ndarray:
+                air_rng: np.random.Generator | None, compiled: bool = True) -> np.ndarray:
         cfg = self.config
         f32 = np.float32
         dist = hits.distance.reshape(cfg.columns, cfg.rings).astype(f32)
@@ -112,16 +129,32 @@ class LidarModel:
             dist[lost] = np.inf
             dist[echo] = met[echo]  # back from the dust cloud: short and weak
             intensity[echo] = f32(DUST_RETURN_INTENSITY)
-        valid = np.isfinite(dist)
+        noise = None
         if rng is not None and self.range_noise_m > 0.0:
             noise = rng.standard_normal(dist.shape, dtype=f32)
             noise *= f32(self.range_noise_m)
+        if compiled and raycast_kernels is not None:  # the same in one pass
+            out = np.empty((cfg.columns, cfg.rings, 4), f32)
+            raycast_kernels.cloud_points(self._dirs32.reshape(-1, 3), dist.ravel(), intensity.ravel(),
+                                         _NO_NOISE if noise is None else noise.ravel(), out.reshape(-1, 4))
+            return out
+        valid = np.isfinite(dist)
+        if noise is not None:
             dist += noise
         dist[~valid] = np.nan
         out = np.empty((cfg.columns, cfg.rings, 4), f32)
         np.multiply(self._dirs32, dist[..., None], out=out[..., :3])
         out[..., 3] = np.where(valid, intensity, f32(0.0))
         return out
+
+
+_NO_NOISE = np.zeros(0, np.float32)
+
+
+def warm_up_caster(report: Callable[[str], None]) -> None:
+    """Compile (or load) the compiled caster on a thread of its own; nothing without numba."""
+    if raycast_compiled is not None:
+        raycast_compiled.warm_up_in_background(report)
 
 
 def _rotation_vectors(rotations: np.ndarray) -> np.ndarray:
@@ -147,9 +180,10 @@ def _rotation_matrices(vectors: np.ndarray) -> np.ndarray:
     return cos * np.eye(3) + s * kx + (1.0 - cos) * (k[:, :, None] * k[:, None, :])
 
 
-def _sweep_poses(times: np.ndarray, pose_at: Callable[[float], Pose], knots: int
+def _sweep_poses(times: np.ndarray, pose_at: Callable[[float], Pose], knots: int, compiled: bool = False
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Positions (C, 3) and rotations (C, 3, 3) at `times`, interpolated between `knots` poses."""
+    """Positions (C, 3) and rotations (C, 3, 3) at `times`, interpolated between `knots` poses
+    (compiled: each column in raycast_kernels.sweep_poses, the same steps)."""
     knot_t = np.linspace(times[0], times[-1], max(2, knots))
     poses = [pose_at(float(t)) for t in knot_t]
     knot_p = np.array([p.position for p in poses])
@@ -157,9 +191,13 @@ def _sweep_poses(times: np.ndarray, pose_at: Callable[[float], Pose], knots: int
     span = knot_t[-1] - knot_t[0]
     if span <= 0.0:
         return np.repeat(knot_p[:1], len(times), 0), np.repeat(knot_r[:1], len(times), 0)
+    steps = _rotation_vectors(np.einsum("kji,kjl->kil", knot_r[:-1], knot_r[1:]))  # R_k^T R_k+1
+    if compiled:
+        positions, rotations = np.empty((len(times), 3)), np.empty((len(times), 3, 3))
+        raycast_kernels.sweep_poses(knot_t, knot_p, knot_r, steps, times, positions, rotations)
+        return positions, rotations
     j = np.clip(np.searchsorted(knot_t, times, side="right") - 1, 0, len(knot_t) - 2)
     a = (times - knot_t[j]) / (knot_t[j + 1] - knot_t[j])
     positions = knot_p[j] + a[:, None] * (knot_p[j + 1] - knot_p[j])
-    steps = _rotation_vectors(np.einsum("kji,kjl->kil", knot_r[:-1], knot_r[1:]))  # R_k^T R_k+1
     rotations = knot_r[j] @ _rotation_matrices(steps[j] * a[:, None])
     return positions, rotations
