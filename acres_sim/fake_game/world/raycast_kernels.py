@@ -59,7 +59,7 @@ def primitive_table(primitives: tuple[Primitive, ...]) -> np.ndarray:
 
 
 # sin and cos in float32 by polynomials, which the compiler vectorises (libm's are scalar, and
-# NumPy's take five times as long): pi / 2 in three parts (Cody and Waite's reduction) and the
+# NumPy's take seven times as long here): pi / 2 in three parts (Cody and Waite's reduction) and the
 # minimax coefficients of the Cephes library's sinf and cosf; within 1e-7 of float64's sin and cos
 # for the phases of the ground's waves (NumPy's float32: 7e-8)
 _PI_2 = (_F32(1.5703125), _F32(4.837512969970703125e-4), _F32(7.549789948768648e-8))
@@ -71,6 +71,7 @@ _HALF, _ONE, _FOUR, _QUARTER = _F32(0.5), _F32(1.0), _F32(4.0), _F32(0.25)
 
 @njit(inline="always", **_JIT)
 def _sincos(x):
+    """(sin x, cos x) of a float32."""
     q = np.floor(x * _TWO_OVER_PI + _HALF)  # the quadrant, as a float (no integer overflow)
     r = ((x - q * _PI_2[0]) - q * _PI_2[1]) - q * _PI_2[2]
     z = r * r
