@@ -1,9 +1,9 @@
 """A LiDAR sweep cast in compiled loops (raycast_kernels): the same rays, culling, terrain, crops
-and primitives as raycast.cast over arrays with a Motion, in a third of its time.
+and primitives as raycast.cast over arrays with a Motion, in about a quarter of its time.
 
 The arrays spend a sweep in hundreds of short NumPy passes over tens of thousands of rays; the
 kernels take each ray through its solve at once and without Python's lock, so a sweep is cast in
-two halves on two threads. The first cast in a new install compiles them (about 12 s on two cores,
+two halves on two threads. The first cast in a new install compiles them (about 15 s on two cores,
 once: `make build` does it, and the fake game starts it as it starts); later ones load them.
 """
 
@@ -35,8 +35,10 @@ class SceneTables:
     outer: np.ndarray  # (P, 4) each primitive's enclosing culling sphere: x, y, z, radius
     spheres: np.ndarray  # (S, 4) the culling spheres, grouped by primitive
     first: np.ndarray  # (P + 1,) each primitive's first sphere, then the count
-    ground: np.ndarray  # (10,) the ground's texture (ground_constants)
-    crops: np.ndarray  # (8,) the crop rows (crop_constants; no rows: none)
+    ground: np.ndarray  # (8,) the ground's texture: the loop's half x, half y, corner radius, the
+    # road's half width, the rows' spacing and plant fraction, the north field's y and half x
+    crops: np.ndarray  # (7,) the crop rows: x_min, x_max, y_min, y_max, spacing, fraction, height
+    # (no rows: none)
     row_numbers: np.ndarray  # (K,) float32 each crop row's number, from row index row_first on
     row_first: int
 
@@ -48,12 +50,12 @@ class SceneTables:
         route = scene.route
         ground = np.array([route.half_x_m, route.half_y_m, route.corner_radius_m, scene.road_half_width_m,
                            scene.row_spacing_m, scene.row_plant_fraction, scene.north_field_y_m,
-                           scene.north_field_half_x_m, 0.0, 0.0])
+                           scene.north_field_half_x_m])
         if crops is None:
             crop_constants, numbers, first = np.zeros(0), np.zeros(1, _F32), 0
         else:
             crop_constants = np.array([crops.x_min, crops.x_max, crops.y_min, crops.y_max, crops.spacing_m,
-                                       crops.fraction, crops.height_m, 0.0])
+                                       crops.fraction, crops.height_m])
             first, table = crops._row_numbers  # type: ignore[attr-defined]
             numbers = table.astype(_F32)
         return SceneTables(
