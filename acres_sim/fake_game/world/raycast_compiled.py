@@ -10,6 +10,7 @@ once: `make build` does it, and the fake game starts it as it starts); later one
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -83,8 +84,16 @@ class SweepSplit:
         return SweepSplit(half * block_columns, half * -(-rings // block_rings))
 
 
-_HELPER = ThreadPoolExecutor(1, thread_name_prefix="sweep-half")  # the other half's thread
-_HELPER_LOCK = threading.Lock()  # one sweep's half at a time on it; others cast both halves
+_HELPER_LOCK = threading.Lock()  # one sweep's half at a time on the helper; others cast both halves
+_helpers: dict[int, ThreadPoolExecutor] = {}  # the other half's thread, by process (a fork has none)
+
+
+def _helper() -> ThreadPoolExecutor:
+    pid = os.getpid()
+    if pid not in _helpers:
+        _helpers.clear()
+        _helpers[pid] = ThreadPoolExecutor(1, thread_name_prefix="sweep-half")
+    return _helpers[pid]
 
 
 def cast_sweep(scene: Scene, bundle: RayBundle, split: SweepSplit, positions: np.ndarray,
@@ -128,7 +137,7 @@ def cast_sweep(scene: Scene, bundle: RayBundle, split: SweepSplit, positions: np
     groups = len(bundle.groups)
     if _HELPER_LOCK.acquire(blocking=False):
         try:
-            other = _HELPER.submit(half, 0, split.column, 0, split.group)
+            other = _helper().submit(half, 0, split.column, 0, split.group)
             half(split.column, columns, split.group, groups)
             other.result()
         finally:
