@@ -221,12 +221,13 @@ def sweep_costs(sweeps: int = 40) -> dict | None:
     """A Polaris sweep's render (1800 x 32 rays, the loop's poses, noise on) by the compiled caster
     and by the arrays, in turns in this process: median ms each and their ratio (None without
     numba)."""
+    from acres_sim.fake_game.simulation.lidar_model import compiled_caster
     from acres_sim.fake_game.simulation.simulation import AgentSimulator
     from acres_sim.fake_game.simulation.vehicles import vehicle_hello
     from acres_sim.stream.timing import column_firing_offsets
     sim = AgentSimulator(vehicle_hello("polaris"), seed=42, noise=True)
     model, lidar = sim._lidar, sim.hello.lidar
-    if model._split is None:
+    if compiled_caster() is None:
         return None
     costs: dict[bool, list[float]] = {True: [], False: []}
     for k in range(sweeps):

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from acres_sim.episode.log_file import EpisodeLogError
 from acres_sim.fake_game.app import FakeGame
-from acres_sim.fake_game.simulation.lidar_model import warm_up_caster
+from acres_sim.fake_game.simulation.lidar_model import report_compiles_to
 from acres_sim.heap import PeriodicTrim
 from acres_sim.fake_game.simulation.session_config import (
     FLAVORS,
@@ -147,8 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stop["asked"] = True
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    if "lidar" in config.sensors:  # a compile overlaps the start, rather than holding the first sweep
-        warm_up_caster(lambda line: print(f"fake_game: {line}", file=sys.stderr))
+    report_compiles_to(lambda line: print(f"fake_game: {line}", file=sys.stderr))
     try:
         try:
             game = FakeGame.start(config, args.control_port)

@@ -191,3 +191,39 @@ def test_the_world_does_not_stall_at_the_first_client(games):
     # The stall this catches was 1.5 s at every first connection; a busy machine delays a few clocks.
     assert gaps.max() < 1.0, f"the clock stood still for {gaps.max():.2f} s after the first connection"
     assert len(arrivals) > 0.5 * 120 * 2.0
+
+
+def _maps_hold(pid: int, name: str) -> bool:
+    return name in Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_the_compiled_caster_is_loaded_only_with_the_first_sweep_rendered(games):
+    """A game stepped with no stream client renders no LiDAR and loads no numba (llvmlite's library
+    is not mapped); the first client's first cloud loads it, and the cloud is whole."""
+    pytest.importorskip("numba", reason="numba is not installed: the LiDAR casts with NumPy alone")
+    game = _start(games, "--port", "0", "--vehicle", "polaris", "--lockstep", "--control-port", "0")
+    control = socket.create_connection(("127.0.0.1", game.control_port()), timeout=TIMEOUT_S)
+    replies = control.makefile("rb")
+    port = game.stream_port("polaris")
+    for _ in range(3):  # 0.3 s of world time: three sweeps' worth, nobody to send them to
+        control.sendall(b'{"op": "step", "steps": 12}\n')
+        assert json.loads(replies.readline())["ok"] is True
+    assert not _maps_hold(game.proc.pid, "llvmlite")
+    client = Client(port)
+    try:
+        game.wait_line(r"^ACRES_SENSOR_STREAM_CONNECTED agent=polaris")
+        for _ in range(2):
+            control.sendall(b'{"op": "step", "steps": 12}\n')
+            assert json.loads(replies.readline())["ok"] is True
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            header, payload = client.read()
+            if header.type == FrameType.LIDAR:
+                break
+        else:
+            pytest.fail("no LiDAR frame")
+        assert len(payload) > 1800 * 32 * 16
+    finally:
+        client.close()
+    assert _maps_hold(game.proc.pid, "llvmlite")
+    control.close()

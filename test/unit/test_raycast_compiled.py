@@ -97,7 +97,7 @@ def test_the_sweeps_poses_are_interpolated_as_the_arrays_interpolate_them():
     lidar = sim.hello.lidar
     times = 21.0 + column_firing_offsets(lidar.columns, lidar.hz)
     positions, rotations = _sweep_poses(times, sim.lidar_pose, 19)
-    fast_positions, fast_rotations = _sweep_poses(times, sim.lidar_pose, 19, compiled=True)
+    fast_positions, fast_rotations = _sweep_poses(times, sim.lidar_pose, 19, kernels=raycast_kernels)
     assert np.allclose(fast_positions, positions, rtol=0.0, atol=1e-12)
     assert np.allclose(fast_rotations, rotations, rtol=0.0, atol=1e-12)
     slack_m, slack_rad = raycast_kernels.sweep_slack(fast_positions, fast_rotations, lidar.columns // 2)
@@ -114,9 +114,10 @@ def test_two_threads_cast_what_one_thread_casts():
     times = 14.2 + column_firing_offsets(lidar.columns, lidar.hz)
     positions, rotations = _sweep_poses(times, sim.lidar_pose, 19)
     args = (positions, rotations, model.dirs, lidar.range_m, 0.05, 0.01)
-    halves = raycast_compiled.cast_sweep(sim.scene, model.bundle, model._split, *args)
+    split = raycast_compiled.SweepSplit.of(lidar.columns, lidar.rings, *model._block)
+    halves = raycast_compiled.cast_sweep(sim.scene, model.bundle, split, *args)
     whole = raycast_compiled.cast_sweep(sim.scene, model.bundle, raycast_compiled.SweepSplit(0, 0), *args)
-    assert model._split.column not in (0, lidar.columns)
+    assert split.column not in (0, lidar.columns)
     assert np.array_equal(halves.distance, whole.distance)
     assert np.array_equal(halves.material, whole.material)
 
@@ -129,7 +130,8 @@ def test_the_compiled_cloud_is_assembled_as_the_arrays_assemble_it(conditions):
     model, lidar = sim._lidar, sim.hello.lidar
     times = 9.0 + column_firing_offsets(lidar.columns, lidar.hz)
     positions, rotations = _sweep_poses(times, sim.lidar_pose, 19)
-    hits = raycast_compiled.cast_sweep(sim.scene, model.bundle, model._split, positions, rotations,
+    split = raycast_compiled.SweepSplit.of(lidar.columns, lidar.rings, *model._block)
+    hits = raycast_compiled.cast_sweep(sim.scene, model.bundle, split, positions, rotations,
                                        model.dirs, lidar.range_m, 0.05, 0.01)
     clouds = []
     for compiled in (True, False):

@@ -7,6 +7,8 @@ the sensor has then.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -26,10 +28,37 @@ from acres_sim.fake_game.world.scene import Scene
 
 from acres_sim.fake_game.simulation.poses import Pose
 
-try:  # the sweep cast in compiled loops; without numba, the arrays of raycast (about twice the time)
-    from acres_sim.fake_game.world import raycast_compiled, raycast_kernels
-except ImportError:  # pragma: no cover - numba is a declared dependency
-    raycast_compiled = raycast_kernels = None  # type: ignore[assignment]
+# The sweep cast in compiled loops (numba), loaded with the first sweep that needs it, so that a game
+# that renders no LiDAR never loads numba; without numba, raycast's arrays cast it (slower).
+COMPILED_AFTER_S = 3.0  # a first load this long compiled the caster (loading its cache takes ~1 s)
+_caster_lock = threading.Lock()
+_caster: list = []  # [(raycast_compiled, raycast_kernels) or None] once looked for
+_report_compile: list[Callable[[str], None]] = []
+
+
+def report_compiles_to(report: Callable[[str], None]) -> None:
+    """Where to say that the first sweep compiled the caster (rather than loading it from its cache)."""
+    _report_compile[:] = [report]
+
+
+def compiled_caster():
+    """(raycast_compiled, raycast_kernels) with every kernel loaded or compiled, on the first call;
+    None without numba."""
+    with _caster_lock:
+        if not _caster:
+            started = time.monotonic()
+            try:
+                from acres_sim.fake_game.world import raycast_compiled, raycast_kernels
+            except ImportError:
+                _caster.append(None)
+            else:
+                raycast_compiled.warm_up()
+                _caster.append((raycast_compiled, raycast_kernels))
+                took = time.monotonic() - started
+                if took > COMPILED_AFTER_S and _report_compile:
+                    _report_compile[0](f"compiled the LiDAR's ray caster in {took:.1f} s (once per install: "
+                                       "it is cached)")
+        return _caster[0]
 
 
 def beam_azimuths_deg(columns: int, azimuth_order: str) -> np.ndarray:
@@ -64,8 +93,7 @@ class LidarModel:
         block = (min(10, config.columns), min(8, config.rings))
         groups = block_groups(config.columns, config.rings, *block)
         self.bundle = RayBundle.build(dirs.reshape(-1, 3), groups, np.float32)
-        self._split = raycast_compiled.SweepSplit.of(config.columns, config.rings, *block) \
-            if raycast_compiled is not None else None
+        self._block = block
 
     def render(self, scene: Scene, sensor: Pose, rng: np.random.Generator | None,
                conditions: Conditions = CLEAR_DAY, air_rng: np.random.Generator | None = None) -> np.ndarray:
@@ -90,10 +118,13 @@ class LidarModel:
         cfg = self.config
         times = np.asarray(times, np.float64)
         mid = len(times) // 2
-        if compiled and self._split is not None and scene.terrain is not None:
-            positions, rotations = _sweep_poses(times, pose_at, knots, compiled=True)
+        caster = compiled_caster() if compiled and scene.terrain is not None else None
+        if caster is not None:
+            raycast_compiled, raycast_kernels = caster
+            positions, rotations = _sweep_poses(times, pose_at, knots, kernels=raycast_kernels)
             slack_m, slack_rad = raycast_kernels.sweep_slack(positions, rotations, mid)
-            hits = raycast_compiled.cast_sweep(scene, self.bundle, self._split, positions, rotations,
+            split = raycast_compiled.SweepSplit.of(cfg.columns, cfg.rings, *self._block)
+            hits = raycast_compiled.cast_sweep(scene, self.bundle, split, positions, rotations,
                                                self.dirs, cfg.range_m, slack_m, slack_rad + 1e-9)
             return self._points(hits, rng, conditions, air_rng, compiled)
         positions, rotations = _sweep_poses(times, pose_at, knots)
@@ -133,10 +164,12 @@ class LidarModel:
         if rng is not None and self.range_noise_m > 0.0:
             noise = rng.standard_normal(dist.shape, dtype=f32)
             noise *= f32(self.range_noise_m)
-        if compiled and raycast_kernels is not None:  # the same in one pass
+        caster = compiled_caster() if compiled else None
+        if caster is not None:  # the same in one pass
             out = np.empty((cfg.columns, cfg.rings, 4), f32)
-            raycast_kernels.cloud_points(self._dirs32.reshape(-1, 3), dist.ravel(), intensity.ravel(),
-                                         _NO_NOISE if noise is None else noise.ravel(), out.reshape(-1, 4))
+            _compiled, kernels = caster
+            kernels.cloud_points(self._dirs32.reshape(-1, 3), dist.ravel(), intensity.ravel(),
+                                 _NO_NOISE if noise is None else noise.ravel(), out.reshape(-1, 4))
             return out
         valid = np.isfinite(dist)
         if noise is not None:
@@ -149,12 +182,6 @@ class LidarModel:
 
 
 _NO_NOISE = np.zeros(0, np.float32)
-
-
-def warm_up_caster(report: Callable[[str], None]) -> None:
-    """Compile (or load) the compiled caster on a thread of its own; nothing without numba."""
-    if raycast_compiled is not None:
-        raycast_compiled.warm_up_in_background(report)
 
 
 def _rotation_vectors(rotations: np.ndarray) -> np.ndarray:
@@ -180,10 +207,10 @@ def _rotation_matrices(vectors: np.ndarray) -> np.ndarray:
     return cos * np.eye(3) + s * kx + (1.0 - cos) * (k[:, :, None] * k[:, None, :])
 
 
-def _sweep_poses(times: np.ndarray, pose_at: Callable[[float], Pose], knots: int, compiled: bool = False
+def _sweep_poses(times: np.ndarray, pose_at: Callable[[float], Pose], knots: int, kernels=None
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Positions (C, 3) and rotations (C, 3, 3) at `times`, interpolated between `knots` poses
-    (compiled: each column in raycast_kernels.sweep_poses, the same steps)."""
+    (kernels: raycast_kernels, each column in its sweep_poses, the same steps)."""
     knot_t = np.linspace(times[0], times[-1], max(2, knots))
     poses = [pose_at(float(t)) for t in knot_t]
     knot_p = np.array([p.position for p in poses])
@@ -192,9 +219,9 @@ def _sweep_poses(times: np.ndarray, pose_at: Callable[[float], Pose], knots: int
     if span <= 0.0:
         return np.repeat(knot_p[:1], len(times), 0), np.repeat(knot_r[:1], len(times), 0)
     steps = _rotation_vectors(np.einsum("kji,kjl->kil", knot_r[:-1], knot_r[1:]))  # R_k^T R_k+1
-    if compiled:
+    if kernels is not None:
         positions, rotations = np.empty((len(times), 3)), np.empty((len(times), 3, 3))
-        raycast_kernels.sweep_poses(knot_t, knot_p, knot_r, steps, times, positions, rotations)
+        kernels.sweep_poses(knot_t, knot_p, knot_r, steps, times, positions, rotations)
         return positions, rotations
     j = np.clip(np.searchsorted(knot_t, times, side="right") - 1, 0, len(knot_t) - 2)
     a = (times - knot_t[j]) / (knot_t[j + 1] - knot_t[j])

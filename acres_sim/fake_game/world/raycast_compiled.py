@@ -4,7 +4,7 @@ and primitives as raycast.cast over arrays with a Motion, in about a quarter of 
 The arrays spend a sweep in hundreds of short NumPy passes over tens of thousands of rays; the
 kernels take each ray through its solve at once and without Python's lock, so a sweep is cast in
 two halves on two threads. The first cast in a new install compiles them (about 15 s on two cores,
-once: `make build` does it, and the fake game starts it as it starts); later ones load them.
+once: `make build` does it); later ones load them (about 1 s with numba's import).
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from __future__ import annotations
 import functools
 import os
 import threading
-import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -172,22 +170,6 @@ def warm_up() -> None:
     for noise in (np.zeros(0, _F32), np.zeros(columns * rings, _F32)):
         kernels.cloud_points(dirs32, hits.distance, intensity, noise, out)
 
-
-def warm_up_in_background(report: Callable[[str], None]) -> threading.Thread:
-    """warm_up on a daemon thread, so that a compile overlaps a game's start rather than holding its
-    first sweep by that long; report(line) says so when it took long enough to have compiled."""
-    def run() -> None:
-        started = time.monotonic()
-        warm_up()
-        took = time.monotonic() - started
-        if took > COMPILED_AFTER_S:
-            report(f"compiled the LiDAR's ray caster in {took:.1f} s (once per install: it is cached)")
-    thread = threading.Thread(target=run, name="raycast-warm-up", daemon=True)
-    thread.start()
-    return thread
-
-
-COMPILED_AFTER_S = 3.0  # a warm-up this long compiled (loading the cache takes well under a second)
 
 if __name__ == "__main__":  # `make build` compiles them into the install's cache
     warm_up()
