@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("numba", reason="numba is not installed: the LiDAR casts with NumPy alone")
 
+from acres_sim.fake_game.simulation import lidar_model  # noqa: E402
 from acres_sim.fake_game.simulation.lidar_model import _sweep_poses  # noqa: E402
 from acres_sim.fake_game.simulation.simulation import AgentSimulator  # noqa: E402
 from acres_sim.fake_game.simulation.vehicles import vehicle_hello  # noqa: E402
@@ -30,6 +31,23 @@ def _sweep(sim: AgentSimulator, t_end: float, compiled: bool) -> np.ndarray:
     lidar = sim.hello.lidar
     times = t_end + column_firing_offsets(lidar.columns, lidar.hz)
     return sim._lidar.render_sweep(sim.scene, times, sim.lidar_pose, None, compiled=compiled)
+
+
+def test_a_caster_that_fails_to_compile_leaves_the_sweeps_to_the_arrays(monkeypatch):
+    """A numba that cannot compile the kernels (an older one): the first sweep says so once and
+    the arrays cast it and every later one."""
+    def refuse() -> None:
+        raise RuntimeError("cannot compile")
+    said: list[str] = []
+    monkeypatch.setattr(raycast_compiled, "warm_up", refuse)
+    monkeypatch.setattr(lidar_model, "_caster", [])
+    monkeypatch.setattr(lidar_model, "_report_compile", [said.append])
+    sim = _polaris()
+    first, second = _sweep(sim, 4.0, True), _sweep(sim, 4.0, False)
+    assert said == ["the LiDAR's compiled ray caster failed to compile (RuntimeError: cannot compile); "
+                    "casting with NumPy"]
+    assert np.array_equal(first, second, equal_nan=True)
+    assert lidar_model.compiled_caster() is None and len(said) == 1
 
 
 def test_sweeps_around_the_loop_agree_with_the_arrays():

@@ -52,13 +52,24 @@ def compiled_caster():
             except ImportError:
                 _caster.append(None)
             else:
-                raycast_compiled.warm_up()
-                _caster.append((raycast_compiled, raycast_kernels))
-                took = time.monotonic() - started
-                if took > COMPILED_AFTER_S and _report_compile:
-                    _report_compile[0](f"compiled the LiDAR's ray caster in {took:.1f} s (once per install: "
-                                       "it is cached)")
+                try:
+                    raycast_compiled.warm_up()
+                except Exception as exc:  # noqa: BLE001 -- a numba that cannot compile them: the arrays
+                    _caster.append(None)
+                    _report(f"the LiDAR's compiled ray caster failed to compile ({type(exc).__name__}: "
+                            f"{exc}); casting with NumPy")
+                else:
+                    _caster.append((raycast_compiled, raycast_kernels))
+                    took = time.monotonic() - started
+                    if took > COMPILED_AFTER_S:
+                        _report(f"compiled the LiDAR's ray caster in {took:.1f} s (once per install: it is "
+                                "cached)")
         return _caster[0]
+
+
+def _report(line: str) -> None:
+    if _report_compile:
+        _report_compile[0](line)
 
 
 def beam_azimuths_deg(columns: int, azimuth_order: str) -> np.ndarray:
