@@ -40,8 +40,8 @@ def test_a_caster_that_fails_to_compile_leaves_the_sweeps_to_the_arrays(monkeypa
         raise RuntimeError("cannot compile")
     said: list[str] = []
     monkeypatch.setattr(raycast_compiled, "warm_up", refuse)
-    monkeypatch.setattr(lidar_model, "_caster", [])
-    monkeypatch.setattr(lidar_model, "_report_compile", [said.append])
+    monkeypatch.setattr(lidar_model, "_caster", lidar_model._UNSEEN)
+    monkeypatch.setattr(lidar_model, "_report_compile", said.append)
     sim = _polaris()
     first, second = _sweep(sim, 4.0, True), _sweep(sim, 4.0, False)
     assert said == ["the LiDAR's compiled ray caster failed to compile (RuntimeError: cannot compile); "
@@ -154,6 +154,6 @@ def test_the_compiled_cloud_is_assembled_as_the_arrays_assemble_it(conditions):
     clouds = []
     for compiled in (True, False):
         rng, air = np.random.default_rng(5), np.random.default_rng(6)
-        clouds.append(model._points(hits, rng, conditions, air, compiled))
+        clouds.append(model._points(hits, rng, conditions, air, raycast_kernels if compiled else None))
     assert np.isnan(clouds[0][..., 0]).any() and not math.isnan(float(np.nanmax(clouds[0][..., 3])))
     assert np.array_equal(clouds[0], clouds[1], equal_nan=True)

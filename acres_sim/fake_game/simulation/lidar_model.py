@@ -31,45 +31,49 @@ from acres_sim.fake_game.simulation.poses import Pose
 # The sweep cast in compiled loops (numba), loaded with the first sweep that needs it, so that a game
 # that renders no LiDAR never loads numba; without numba, raycast's arrays cast it (slower).
 COMPILED_AFTER_S = 3.0  # a first load this long compiled the caster (loading its cache takes ~1 s)
+_UNSEEN = object()  # not looked for yet
 _caster_lock = threading.Lock()
-_caster: list = []  # [(raycast_compiled, raycast_kernels) or None] once looked for
-_report_compile: list[Callable[[str], None]] = []
+_caster: object = _UNSEEN  # then (raycast_compiled, raycast_kernels), or None without them
+_report_compile: Callable[[str], None] | None = None
 
 
 def report_compiles_to(report: Callable[[str], None]) -> None:
     """Where to say that the first sweep compiled the caster (rather than loading it from its cache)."""
-    _report_compile[:] = [report]
+    global _report_compile
+    _report_compile = report
 
 
 def compiled_caster():
     """(raycast_compiled, raycast_kernels) with every kernel loaded or compiled, on the first call;
-    None without numba."""
+    None without numba, or where it cannot compile them."""
+    global _caster
     with _caster_lock:
-        if not _caster:
-            started = time.monotonic()
-            try:
-                from acres_sim.fake_game.world import raycast_compiled, raycast_kernels
-            except ImportError:
-                _caster.append(None)
-            else:
-                try:
-                    raycast_compiled.warm_up()
-                except Exception as exc:  # noqa: BLE001 -- a numba that cannot compile them: the arrays
-                    _caster.append(None)
-                    _report(f"the LiDAR's compiled ray caster failed to compile ({type(exc).__name__}: "
-                            f"{exc}); casting with NumPy")
-                else:
-                    _caster.append((raycast_compiled, raycast_kernels))
-                    took = time.monotonic() - started
-                    if took > COMPILED_AFTER_S:
-                        _report(f"compiled the LiDAR's ray caster in {took:.1f} s (once per install: it is "
-                                "cached)")
-        return _caster[0]
+        if _caster is _UNSEEN:
+            _caster = _load_caster()
+        return _caster
+
+
+def _load_caster():
+    started = time.monotonic()
+    try:
+        from acres_sim.fake_game.world import raycast_compiled, raycast_kernels
+    except ImportError:
+        return None
+    try:
+        raycast_compiled.warm_up()
+    except Exception as exc:  # noqa: BLE001 -- a numba that cannot compile them: the arrays cast
+        _report(f"the LiDAR's compiled ray caster failed to compile ({type(exc).__name__}: {exc}); "
+                "casting with NumPy")
+        return None
+    took = time.monotonic() - started
+    if took > COMPILED_AFTER_S:
+        _report(f"compiled the LiDAR's ray caster in {took:.1f} s (once per install: it is cached)")
+    return raycast_compiled, raycast_kernels
 
 
 def _report(line: str) -> None:
-    if _report_compile:
-        _report_compile[0](line)
+    if _report_compile is not None:
+        _report_compile(line)
 
 
 def beam_azimuths_deg(columns: int, azimuth_order: str) -> np.ndarray:
@@ -137,7 +141,7 @@ class LidarModel:
             split = raycast_compiled.SweepSplit.of(cfg.columns, cfg.rings, *self._block)
             hits = raycast_compiled.cast_sweep(scene, self.bundle, split, positions, rotations,
                                                self.dirs, cfg.range_m, slack_m, slack_rad + 1e-9)
-            return self._points(hits, rng, conditions, air_rng, compiled)
+            return self._points(hits, rng, conditions, air_rng, raycast_kernels)
         positions, rotations = _sweep_poses(times, pose_at, knots)
         turn = _rotation_vectors(np.einsum("cji,jk->cik", rotations, rotations[mid]))  # R_c^T R_mid
         slack_m = float(np.linalg.norm(positions - positions[mid], axis=1).max())
@@ -148,10 +152,11 @@ class LidarModel:
         motion = Motion(origins.astype(np.float32), dirs.astype(np.float32), slack_m=slack_m,
                         slack_rad=slack_rad)
         hits = cast(scene, self.bundle, positions[mid], rotations[mid], cfg.range_m, motion=motion)
-        return self._points(hits, rng, conditions, air_rng, compiled)
+        return self._points(hits, rng, conditions, air_rng)
 
     def _points(self, hits, rng: np.random.Generator | None, conditions: Conditions,
-                air_rng: np.random.Generator | None, compiled: bool = True) -> np.ndarray:
+                air_rng: np.random.Generator | None, kernels=None) -> np.ndarray:
+        """The cloud from a cast's hits (kernels: raycast_kernels, to assemble it in one pass)."""
         cfg = self.config
         f32 = np.float32
         dist = hits.distance.reshape(cfg.columns, cfg.rings).astype(f32)
@@ -175,10 +180,8 @@ class LidarModel:
         if rng is not None and self.range_noise_m > 0.0:
             noise = rng.standard_normal(dist.shape, dtype=f32)
             noise *= f32(self.range_noise_m)
-        caster = compiled_caster() if compiled else None
-        if caster is not None:  # the same in one pass
+        if kernels is not None:  # the same in one pass
             out = np.empty((cfg.columns, cfg.rings, 4), f32)
-            _compiled, kernels = caster
             kernels.cloud_points(self._dirs32.reshape(-1, 3), dist.ravel(), intensity.ravel(),
                                  _NO_NOISE if noise is None else noise.ravel(), out.reshape(-1, 4))
             return out
