@@ -197,18 +197,26 @@ def _maps_hold(pid: int, name: str) -> bool:
     return name in Path(f"/proc/{pid}/maps").read_text()
 
 
-def test_the_compiled_caster_is_loaded_only_with_the_first_sweep_rendered(games):
-    """A game stepped with no stream client renders no LiDAR and loads no numba (llvmlite's library
-    is not mapped); the first client's first cloud loads it, and the cloud is whole."""
+def test_the_compiled_caster_is_loaded_with_the_lidar_before_the_port_opens_and_only_then(games):
+    """A game that carries no LiDAR loads no numba (llvmlite's library is not mapped) however long
+    it steps; one that carries a LiDAR has it loaded when its port opens, before any client (so the
+    first client's sweeps do not stall the world), and its first cloud is whole."""
     pytest.importorskip("numba", reason="numba is not installed: the LiDAR casts with NumPy alone")
+    plain = _start(games, "--port", "0", "--vehicle", "polaris", "--lockstep", "--control-port", "0",
+                   "--sensors", "ins")
+    control = socket.create_connection(("127.0.0.1", plain.control_port()), timeout=TIMEOUT_S)
+    replies = control.makefile("rb")
+    plain.stream_port("polaris")
+    for _ in range(3):
+        control.sendall(b'{"op": "step", "steps": 12}\n')
+        assert json.loads(replies.readline())["ok"] is True
+    assert not _maps_hold(plain.proc.pid, "llvmlite")
+    control.close()
     game = _start(games, "--port", "0", "--vehicle", "polaris", "--lockstep", "--control-port", "0")
     control = socket.create_connection(("127.0.0.1", game.control_port()), timeout=TIMEOUT_S)
     replies = control.makefile("rb")
     port = game.stream_port("polaris")
-    for _ in range(3):  # 0.3 s of world time: three sweeps' worth, nobody to send them to
-        control.sendall(b'{"op": "step", "steps": 12}\n')
-        assert json.loads(replies.readline())["ok"] is True
-    assert not _maps_hold(game.proc.pid, "llvmlite")
+    assert _maps_hold(game.proc.pid, "llvmlite")
     client = Client(port)
     try:
         game.wait_line(r"^ACRES_SENSOR_STREAM_CONNECTED agent=polaris")
@@ -225,5 +233,4 @@ def test_the_compiled_caster_is_loaded_only_with_the_first_sweep_rendered(games)
         assert len(payload) > 1800 * 32 * 16
     finally:
         client.close()
-    assert _maps_hold(game.proc.pid, "llvmlite")
     control.close()

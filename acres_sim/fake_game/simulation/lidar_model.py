@@ -28,8 +28,9 @@ from acres_sim.fake_game.world.scene import Scene
 
 from acres_sim.fake_game.simulation.poses import Pose
 
-# The sweep cast in compiled loops (numba), loaded with the first sweep that needs it, so that a game
-# that renders no LiDAR never loads numba; without numba, raycast's arrays cast it (slower).
+# The sweep cast in compiled loops (numba), loaded on first use: a game loads it with its sensor
+# models, before its ports open (AgentSimulator.prepare), and a game without a LiDAR never loads
+# numba. Without numba, raycast's arrays cast it (slower).
 COMPILED_AFTER_S = 3.0  # a first load this long compiled the caster (loading its cache takes ~1 s)
 _UNSEEN = object()  # not looked for yet
 _caster_lock = threading.Lock()

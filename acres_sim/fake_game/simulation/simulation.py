@@ -31,7 +31,7 @@ from acres_sim.fake_game.world.route import DriveProfile
 from acres_sim.fake_game.world.scene import Scene, default_scene
 from acres_sim.fake_game.simulation.camera_model import CameraModel
 from acres_sim.fake_game.simulation.ins_model import InsModel
-from acres_sim.fake_game.simulation.lidar_model import LidarModel
+from acres_sim.fake_game.simulation.lidar_model import compiled_caster, LidarModel
 from acres_sim.fake_game.simulation.poses import Kinematics, Pose
 from acres_sim.fake_game.simulation.shifts import CALIBRATED, VehicleShift
 from acres_sim.fake_game.simulation.vehicles import VEHICLES, lidar_elevations_deg
@@ -274,9 +274,11 @@ class AgentSimulator:
     def prepare(self) -> None:
         """Build the sensor models now. The camera's ray table (the lens model inverted for every
         pixel) takes over a second; built lazily, the world would stall at the first client while
-        it waits for that first image."""
+        it waits for that first image. Likewise the LiDAR's compiled caster (about 1 s to load)."""
         if self.hello.camera.enabled:
             self._camera_model()
+        if self._lidar is not None:
+            compiled_caster()
 
     def _camera_model(self) -> CameraModel:
         with self._camera_lock:
