@@ -12,7 +12,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DISTRO="${ACRES_ROS_DISTRO:-jazzy}"
 VENV="$ROOT/.venv-$DISTRO"
-ENV_FILE="$ROOT/.acres_env.sh"
+# ACRES_ENV_FILE: write it elsewhere (CI makes one environment while a suite runs on the other)
+ENV_FILE="${ACRES_ENV_FILE:-$ROOT/.acres_env.sh}"
 TOOLS="$ROOT/tools"
 ROS_REQUIREMENTS="$TOOLS/requirements-ros-$DISTRO.txt"
 STAMP="$VENV/.acres_bootstrap_stamp"
@@ -68,7 +69,7 @@ fi
 command -v cmake >/dev/null 2>&1 || die "cmake is needed to generate the interfaces: apt install cmake g++"
 command -v c++ >/dev/null 2>&1 || die "a C++ compiler is needed to generate the interfaces: apt install g++"
 
-wanted="$(cat "$TOOLS/bootstrap.sh" "$ROS_REQUIREMENTS" "$TOOLS/requirements-py.txt" \
+wanted="$(cat "$TOOLS/bootstrap.sh" "$TOOLS/c_typesupport_only.cmake" "$ROS_REQUIREMENTS" "$TOOLS/requirements-py.txt" \
   "$TOOLS"/tf2_msgs/package.xml "$TOOLS"/tf2_msgs/CMakeLists.txt "$TOOLS"/tf2_msgs/msg/* \
   "$TOOLS"/simulation_interfaces/package.xml "$TOOLS"/simulation_interfaces/CMakeLists.txt \
   "$TOOLS"/simulation_interfaces/{msg,srv,action}/* \
@@ -79,7 +80,8 @@ wanted="$(cat "$TOOLS/bootstrap.sh" "$ROS_REQUIREMENTS" "$TOOLS/requirements-py.
   "$ROOT"/interfaces/acres_interfaces/{msg,srv}/* \
   | sha256sum | cut -d' ' -f1) $("$PYTHON" -V 2>&1)"
 
-# The interface packages no wheel provides, generated into one workspace.
+# The interface packages no wheel provides, generated into one workspace (their C side only:
+# tools/c_typesupport_only.cmake).
 INTERFACES=(tf2_msgs simulation_interfaces ackermann_msgs ds_dbw_msgs acres_interfaces)
 IFACE_INSTALL="$VENV/interfaces_ws/install"
 IFACE_CHECK="import tf2_msgs.msg, simulation_interfaces.srv, simulation_interfaces.action, ackermann_msgs.msg, ds_dbw_msgs.msg, acres_interfaces.msg, acres_interfaces.srv"
@@ -162,7 +164,8 @@ if ! (set +u; export AMENT_PREFIX_PATH="$VENV"; source "$VENV/bin/activate" \
     cd "$ws"
     colcon --log-base "$ws/log" build --base-paths src --build-base build --install-base install \
       --event-handlers console_cohesion- --cmake-args -DBUILD_TESTING=OFF \
-      "-DPython3_EXECUTABLE=$VENV/bin/python" >"$ws/build.log" 2>&1
+      "-DPython3_EXECUTABLE=$VENV/bin/python" "-DCMAKE_PROJECT_INCLUDE=$TOOLS/c_typesupport_only.cmake" \
+      >"$ws/build.log" 2>&1
   ) || { tail -n 40 "$ws/build.log" >&2; die "interface generation failed (log: $ws/build.log)"; }
 fi
 

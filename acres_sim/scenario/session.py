@@ -16,13 +16,13 @@ from pathlib import Path
 
 from acres_sim.nodes.launch_plan import plan_launch
 from acres_sim.scenario.model import Scenario
-from acres_sim.scenario.processes import Child, SessionFailed, start_fake_game
+from acres_sim.scenario.processes import Child, SessionFailed, start_fake_game, stop_together
 
 __all__ = ["Child", "RunSession", "SessionFailed"]
 
 
 class RunSession:
-    """Everything a run starts, in order; stop() ends it in reverse."""
+    """Everything a run starts, in order; stop() ends it: the stack, the nodes, the game."""
 
     def __init__(self, scenario: Scenario, run_dir: Path, env: Mapping[str, str], game_args: list[str]):
         self.scenario = scenario
@@ -80,11 +80,13 @@ class RunSession:
         return ""
 
     def stop(self) -> None:
+        """The stack first, then the bridges and sim_control side by side, the game last (while
+        they end, it is still there to answer them)."""
         if self.stack is not None:
             self.stack.stop()
-        for child in reversed(self.children):
-            if child is not self.stack:
-                child.stop()
+        stop_together([c for c in reversed(self.children) if c is not self.stack and c is not self.game])
+        if self.game is not None:
+            self.game.stop()
 
     def _start(self, name: str, args: list[str], shell: bool = False) -> Child:
         child = Child(name, args, self.env, self.run_dir, shell)

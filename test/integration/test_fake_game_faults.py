@@ -197,10 +197,29 @@ def _maps_hold(pid: int, name: str) -> bool:
     return name in Path(f"/proc/{pid}/maps").read_text()
 
 
+def _first_cloud(game, port: int, control, replies) -> bytes:
+    """The first LiDAR payload a client of the port reads from the game while it is stepped."""
+    client = Client(port)
+    try:
+        game.wait_line(r"^ACRES_SENSOR_STREAM_CONNECTED agent=polaris")
+        for _ in range(2):
+            control.sendall(b'{"op": "step", "steps": 12}\n')
+            assert json.loads(replies.readline())["ok"] is True
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            header, payload = client.read()
+            if header.type == FrameType.LIDAR:
+                return payload
+        pytest.fail("no LiDAR frame")
+    finally:
+        client.close()
+
+
 def test_the_compiled_caster_is_loaded_with_the_lidar_before_the_port_opens_and_only_then(games):
     """A game that carries no LiDAR loads no numba (llvmlite's library is not mapped) however long
     it steps; one that carries a LiDAR has it loaded when its port opens, before any client (so the
-    first client's sweeps do not stall the world), and its first cloud is whole."""
+    first client's sweeps do not stall the world), and its first cloud is whole; a cached game
+    (a few sweeps re-served) casts them with the arrays and never loads it."""
     pytest.importorskip("numba", reason="numba is not installed: the LiDAR casts with NumPy alone")
     plain = _start(games, "--port", "0", "--vehicle", "polaris", "--lockstep", "--control-port", "0",
                    "--sensors", "ins")
@@ -212,25 +231,13 @@ def test_the_compiled_caster_is_loaded_with_the_lidar_before_the_port_opens_and_
         assert json.loads(replies.readline())["ok"] is True
     assert not _maps_hold(plain.proc.pid, "llvmlite")
     control.close()
-    game = _start(games, "--port", "0", "--vehicle", "polaris", "--lockstep", "--control-port", "0")
-    control = socket.create_connection(("127.0.0.1", game.control_port()), timeout=TIMEOUT_S)
-    replies = control.makefile("rb")
-    port = game.stream_port("polaris")
-    assert _maps_hold(game.proc.pid, "llvmlite")
-    client = Client(port)
-    try:
-        game.wait_line(r"^ACRES_SENSOR_STREAM_CONNECTED agent=polaris")
-        for _ in range(2):
-            control.sendall(b'{"op": "step", "steps": 12}\n')
-            assert json.loads(replies.readline())["ok"] is True
-        deadline = time.monotonic() + TIMEOUT_S
-        while time.monotonic() < deadline:
-            header, payload = client.read()
-            if header.type == FrameType.LIDAR:
-                break
-        else:
-            pytest.fail("no LiDAR frame")
-        assert len(payload) > 1800 * 32 * 16
-    finally:
-        client.close()
-    control.close()
+    for cached in (False, True):
+        game = _start(games, "--port", "0", "--vehicle", "polaris", "--lockstep", "--control-port", "0",
+                      *(["--cached"] if cached else []))
+        control = socket.create_connection(("127.0.0.1", game.control_port()), timeout=TIMEOUT_S)
+        replies = control.makefile("rb")
+        port = game.stream_port("polaris")
+        assert _maps_hold(game.proc.pid, "llvmlite") is not cached
+        assert len(_first_cloud(game, port, control, replies)) > 1800 * 32 * 16
+        assert _maps_hold(game.proc.pid, "llvmlite") is not cached
+        control.close()

@@ -87,8 +87,9 @@ def open_agent(index: int, spec: AgentSpec, cfg: SessionConfig, scene: Scene, op
     # sensors are set up (the protocol page's "the game accepts a client only when the sensor
     # recorder knows its layout"). Agents differ by name inside the simulator's seeding, so every
     # agent gets the user's seed; they start at different places.
+    # Cached: a few sweeps, cast by the arrays in less time than the compiled caster takes to load.
     simulator = AgentSimulator(hello, seed=cfg.seed, noise=cfg.noise, start_offset_m=AGENT_SPACING_M * index,
-                               scene=scene)
+                               scene=scene, compiled_lidar=not cfg.cached)
     simulator.prepare()  # the camera's ray table takes over a second: not at the first client
     stream = open_stream(spec.agent, spec.port, hello, world_time_now)
     if stream is None:

@@ -53,7 +53,8 @@ class AgentSimulator:
     """The sensor outputs of one agent driving the loop of the scene."""
 
     def __init__(self, hello: Hello, seed: int = 42, noise: bool = True, start_offset_m: float = 0.0,
-                 *, scene: Scene | None = None, georef: Georeference | None = None):
+                 *, scene: Scene | None = None, georef: Georeference | None = None,
+                 compiled_lidar: bool = True):
         self.hello = hello
         self.seed = int(seed)
         self.noise = bool(noise)
@@ -71,6 +72,9 @@ class AgentSimulator:
         self._motion: Motion = RouteMotion()
         self._kinematics: tuple[Motion, tuple, Kinematics] | None = None  # the last one, by its key
         self._lidar = LidarModel(hello.lidar, _elevations(hello)) if hello.lidar.enabled else None
+        # False: the arrays cast every sweep (a cached game's few sweeps cost less than loading the
+        # compiled caster)
+        self.compiled_lidar = bool(compiled_lidar)
         self._camera: CameraModel | None = None
         self._camera_lock = threading.Lock()
         # The world as the control channel varies it (changed between steps, never while a render runs)
@@ -251,7 +255,7 @@ class AgentSimulator:
         conditions = self.conditions
         air = self._rng(_AIR_STREAM, key) if conditions.extinction_per_m > 0.0 else None
         return self._lidar.render_sweep(self.scene, times, self.lidar_pose, rng, conditions=conditions,
-                                        air_rng=air)
+                                        air_rng=air, compiled=self.compiled_lidar)
 
     def lidar_pose(self, t: float) -> Pose:
         """The LiDAR's pose in the world at world time t: its mount on the moving body, as shifted."""
@@ -277,7 +281,7 @@ class AgentSimulator:
         it waits for that first image. Likewise the LiDAR's compiled caster (about 1 s to load)."""
         if self.hello.camera.enabled:
             self._camera_model()
-        if self._lidar is not None:
+        if self._lidar is not None and self.compiled_lidar:
             compiled_caster()
 
     def _camera_model(self) -> CameraModel:
