@@ -51,33 +51,66 @@ def radial_limit(d) -> float:
 def undistort_normalized(xd: np.ndarray, yd: np.ndarray, d, iterations: int = 40
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Invert plumb_bob with Newton steps: (x, y, valid). valid is False where the point has no
-    preimage on the monotonic part of the model."""
-    k1, k2, p1, p2, k3 = d
-    x = xd.astype(np.float64).copy()
-    y = yd.astype(np.float64).copy()
-    for _ in range(iterations):
-        r2 = x * x + y * y
-        radial = 1.0 + r2 * (k1 + r2 * (k2 + r2 * k3))
-        dradial = 2.0 * k1 + r2 * (4.0 * k2 + r2 * 6.0 * k3)  # d radial / d(x or y), over x or y
-        fx, fy = distort_normalized(x, y, d)
-        ex, ey = xd - fx, yd - fy
-        j11 = radial + dradial * x * x + 2.0 * p1 * y + 6.0 * p2 * x
-        j12 = dradial * x * y + 2.0 * p1 * x + 2.0 * p2 * y
-        j21 = dradial * x * y + 2.0 * p1 * x + 2.0 * p2 * y
-        j22 = radial + dradial * y * y + 6.0 * p1 * y + 2.0 * p2 * x
-        det = j11 * j22 - j12 * j21
-        with np.errstate(divide="ignore", invalid="ignore"):
-            sx = (j22 * ex - j12 * ey) / det
-            sy = (j11 * ey - j21 * ex) / det
-        # damp large steps so that points without a preimage do not run away
-        step = np.hypot(sx, sy)
-        scale = np.where(step > 0.1, 0.1 / np.where(step > 0.1, step, 1.0), 1.0)
-        x = np.nan_to_num(x + sx * scale, nan=0.0)
-        y = np.nan_to_num(y + sy * scale, nan=0.0)
+    preimage on the monotonic part of the model.
+
+    Each step is a function of the point alone, so a point that a step leaves where it was stays
+    there, and one that a step takes back to where it was two steps before (an alternation in the
+    last bit) alternates to the end: either drops out with the value it would have after all the
+    steps. The result is bit for bit that of every point taking every step, in under half the time
+    (the ray table is built as every fake game with a camera starts)."""
+    shape = np.shape(xd)
+    xd_all = np.asarray(xd, np.float64).reshape(-1)
+    yd_all = np.asarray(yd, np.float64).reshape(-1)
+    x, y = xd_all.copy(), yd_all.copy()
+    moving = np.arange(x.size)
+    xm, ym, xdm, ydm = x.copy(), y.copy(), xd_all, yd_all
+    before_x = before_y = None  # each moving point one step before (xm, ym)
+    for done_steps in range(1, iterations + 1):
+        nx, ny = _newton_step(xm, ym, xdm, ydm, d)
+        settled = (nx == xm) & (ny == ym)
+        if before_x is not None:
+            alternating = ~settled & (nx == before_x) & (ny == before_y)
+            if (iterations - done_steps) % 2:  # it ends on the other value of its pair
+                x[moving] = np.where(alternating, xm, nx)
+                y[moving] = np.where(alternating, ym, ny)
+            else:
+                x[moving], y[moving] = nx, ny
+            settled |= alternating
+        else:
+            x[moving], y[moving] = nx, ny
+        going = ~settled
+        moving = moving[going]
+        if moving.size == 0:
+            break
+        before_x, before_y = xm[going], ym[going]
+        xm, ym, xdm, ydm = nx[going], ny[going], xdm[going], ydm[going]
     fx, fy = distort_normalized(x, y, d)
-    residual = np.hypot(xd - fx, yd - fy)
+    residual = np.hypot(xd_all - fx, yd_all - fy)
     valid = (residual < 1e-9) & (np.hypot(x, y) < radial_limit(d))
-    return x, y, valid
+    return x.reshape(shape), y.reshape(shape), valid.reshape(shape)
+
+
+def _newton_step(x: np.ndarray, y: np.ndarray, xd: np.ndarray, yd: np.ndarray, d
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """One damped Newton step of undistort_normalized from (x, y) toward the preimage of (xd, yd)."""
+    k1, k2, p1, p2, k3 = d
+    r2 = x * x + y * y
+    radial = 1.0 + r2 * (k1 + r2 * (k2 + r2 * k3))
+    dradial = 2.0 * k1 + r2 * (4.0 * k2 + r2 * 6.0 * k3)  # d radial / d(x or y), over x or y
+    fx, fy = distort_normalized(x, y, d)
+    ex, ey = xd - fx, yd - fy
+    j11 = radial + dradial * x * x + 2.0 * p1 * y + 6.0 * p2 * x
+    j12 = dradial * x * y + 2.0 * p1 * x + 2.0 * p2 * y
+    j21 = dradial * x * y + 2.0 * p1 * x + 2.0 * p2 * y
+    j22 = radial + dradial * y * y + 6.0 * p1 * y + 2.0 * p2 * x
+    det = j11 * j22 - j12 * j21
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sx = (j22 * ex - j12 * ey) / det
+        sy = (j11 * ey - j21 * ex) / det
+    # damp large steps so that points without a preimage do not run away
+    step = np.hypot(sx, sy)
+    scale = np.where(step > 0.1, 0.1 / np.where(step > 0.1, step, 1.0), 1.0)
+    return np.nan_to_num(x + sx * scale, nan=0.0), np.nan_to_num(y + sy * scale, nan=0.0)
 
 
 @functools.lru_cache(maxsize=8)
