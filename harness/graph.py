@@ -15,6 +15,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def free_ports(count: int) -> list[int]:
+    """count different free ports: all held at once while they are chosen (free_port() twice in a
+    row can give the same port twice)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
 class Graph:
     """The test's own rclpy participant on an isolated domain: subscriptions that collect messages."""
 

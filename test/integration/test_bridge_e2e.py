@@ -19,6 +19,7 @@ from support.bridge import (
     Graph,
     RecordingProxy,
     free_port,
+    free_ports,
     start_bridge,
     start_fake_game,
 )
@@ -49,7 +50,7 @@ class Session:
 
     def __init__(self, domain_id: int, vehicles: list[str], game_args: list[str] = (),
                  bridge_params: list[str] = ()):
-        self.ports = [free_port() for _ in vehicles]
+        self.ports = free_ports(len(vehicles))
         self.vehicles = vehicles
         self.game = start_fake_game(["--ports", ",".join(map(str, self.ports)), "--vehicles",
                                      ",".join(vehicles), "--stats-period-s", "5", *game_args], domain_id)

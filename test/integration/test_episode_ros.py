@@ -191,10 +191,10 @@ WITHOUT_ACRES_INTERFACES = ("import sys; sys.modules['acres_interfaces'] = None;
 def test_without_acres_interfaces_sim_control_steps_and_one_warn_says_so():
     from simulation_interfaces import srv
     from simulation_interfaces.msg import Result
-    from support.bridge import Graph, Process, free_port, ros_env, start_bridge, start_fake_game
+    from support.bridge import Graph, Process, free_ports, ros_env, start_bridge, start_fake_game
 
     domain = DOMAIN + 1
-    port, control = free_port(), free_port()
+    port, control = free_ports(2)
     game = start_fake_game(["--port", str(port), "--lockstep", "--control-port", str(control), "--cached"],
                            domain)
     game.wait_for(f"ACRES_SIM_CONTROL_LISTENING port={control}", 60)

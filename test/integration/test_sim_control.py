@@ -19,7 +19,7 @@ from support.bridge import (  # noqa: E402
     Graph,
     Process,
     call_service,
-    free_port,
+    free_ports,
     ros_env,
     start_bridge,
     start_fake_game,
@@ -63,8 +63,7 @@ class ControlSession:
 
     def __init__(self, domain_id: int, sim_control_agents: tuple[str, ...] = AGENTS):
         self.domain_id = domain_id
-        self.ports = [free_port() for _ in AGENTS]
-        self.control_port = free_port()
+        *self.ports, self.control_port = free_ports(len(AGENTS) + 1)
         self.game = self.start_game()
         self.bridges: list[Process] = []
         self.graph: Graph | None = None

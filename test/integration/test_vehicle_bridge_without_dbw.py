@@ -10,7 +10,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy", reason="needs rclpy")
 pytest.importorskip("ackermann_msgs", reason="ackermann_msgs is not installed")
 
-from support.bridge import Graph, Process, free_port, ros_env, start_fake_game  # noqa: E402
+from support.bridge import Graph, Process, free_ports, ros_env, start_fake_game  # noqa: E402
 from ackermann_msgs.msg import AckermannDriveStamped  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
@@ -22,7 +22,7 @@ WITHOUT_DBW = ("import sys; sys.modules['ds_dbw_msgs'] = None; "
 
 
 def test_without_ds_dbw_msgs_ackermann_drives_and_one_warn_says_how():
-    port, vport = free_port(), free_port()
+    port, vport = free_ports(2)
     game = start_fake_game(["--port", str(port), "--vehicle-ports", str(vport)], DOMAIN)
     node = Process([sys.executable, "-c", WITHOUT_DBW, "--ros-args", "-p", f"vehicle_port:={vport}",
                     "-r", "__ns:=/polaris"], ros_env(DOMAIN), "vehicle_bridge without ds_dbw_msgs")

@@ -22,7 +22,7 @@ from acres_sim.stream.hello import encode_hello, parse_hello
 from acres_sim.stream.protocol import FrameType
 from harness import processes
 from harness.delivery import RecordingProxy, measure_large_delivery, parse_frames  # noqa: F401
-from harness.graph import Graph, free_port  # noqa: F401
+from harness.graph import Graph, free_port, free_ports  # noqa: F401
 from harness.processes import Proc as Process  # the one child-process wrapper
 from harness.processes import ros_env  # noqa: F401
 from harness.workload import ins_values  # noqa: F401

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from support.bridge import Graph, Process, call_service, free_port, ros_env, start_bridge, start_fake_game
+from support.bridge import Graph, Process, call_service, free_ports, ros_env, start_bridge, start_fake_game
 from ackermann_msgs.msg import AckermannDriveStamped
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
@@ -53,9 +53,8 @@ class DriveSession:
 
     def __init__(self, domain_id: int, lockstep: bool, cached: bool = True):
         self.domain_id, self.lockstep = domain_id, lockstep
-        ports = [free_port() for _ in AGENTS]
-        vehicle_ports = [free_port() for _ in AGENTS]
-        control_port = free_port()
+        *ports, control_port = free_ports(2 * len(AGENTS) + 1)
+        ports, vehicle_ports = ports[:len(AGENTS)], ports[len(AGENTS):]
         args = ["--ports", ",".join(map(str, ports)), "--vehicles", ",".join(AGENTS),
                 "--vehicle-ports", ",".join(map(str, vehicle_ports)), "--control-port", str(control_port)]
         args += ["--lockstep", "--realtime-factor", "0"] if lockstep else []
