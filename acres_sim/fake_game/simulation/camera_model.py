@@ -64,21 +64,15 @@ def undistort_normalized(xd: np.ndarray, yd: np.ndarray, d, iterations: int = 40
     x, y = xd_all.copy(), yd_all.copy()
     moving = np.arange(x.size)
     xm, ym, xdm, ydm = x.copy(), y.copy(), xd_all, yd_all
-    before_x = before_y = None  # each moving point one step before (xm, ym)
+    before_x = before_y = np.full(x.size, np.nan)  # each moving point one step before (none yet)
     for done_steps in range(1, iterations + 1):
         nx, ny = _newton_step(xm, ym, xdm, ydm, d)
         settled = (nx == xm) & (ny == ym)
-        if before_x is not None:
-            alternating = ~settled & (nx == before_x) & (ny == before_y)
-            if (iterations - done_steps) % 2:  # it ends on the other value of its pair
-                x[moving] = np.where(alternating, xm, nx)
-                y[moving] = np.where(alternating, ym, ny)
-            else:
-                x[moving], y[moving] = nx, ny
-            settled |= alternating
-        else:
-            x[moving], y[moving] = nx, ny
-        going = ~settled
+        alternating = ~settled & (nx == before_x) & (ny == before_y)
+        ends_on_other = alternating & bool((iterations - done_steps) % 2)  # the other value of its pair
+        x[moving] = np.where(ends_on_other, xm, nx)
+        y[moving] = np.where(ends_on_other, ym, ny)
+        going = ~(settled | alternating)
         moving = moving[going]
         if moving.size == 0:
             break
