@@ -27,9 +27,15 @@ def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
 
 
 def matrix_to_quaternion(m: np.ndarray) -> np.ndarray:
-    """3x3 rotation -> unit quaternion (x, y, z, w) with w >= 0. In plain floats: the INS asks for
-    two a hundred times a second, and numpy costs microseconds per call on four numbers."""
-    (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = np.asarray(m, float).tolist()
+    """3x3 rotation -> unit quaternion (x, y, z, w) with w >= 0."""
+    return np.array(quaternion_of(*np.asarray(m, float).ravel().tolist()))
+
+
+def quaternion_of(m00: float, m01: float, m02: float, m10: float, m11: float, m12: float, m20: float,
+                  m21: float, m22: float) -> tuple[float, float, float, float]:
+    """matrix_to_quaternion of a rotation given by its nine entries, row by row. In plain floats:
+    the fake game asks for a few every physics step, and numpy costs microseconds per call on four
+    numbers."""
     trace = m00 + m11 + m22
     if trace > 0.0:
         s = 2.0 * math.sqrt(trace + 1.0)
@@ -44,7 +50,7 @@ def matrix_to_quaternion(m: np.ndarray) -> np.ndarray:
         s = 2.0 * math.sqrt(1.0 + m22 - m00 - m11)
         q = ((m02 + m20) / s, (m12 + m21) / s, 0.25 * s, (m10 - m01) / s)
     k = (-1.0 if q[3] < 0.0 else 1.0) / math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    return np.array([q[0] * k, q[1] * k, q[2] * k, q[3] * k])
+    return (q[0] * k, q[1] * k, q[2] * k, q[3] * k)
 
 
 def rpy_deg_to_quaternion(rpy_deg: Sequence[float]) -> np.ndarray:

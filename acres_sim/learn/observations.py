@@ -43,13 +43,25 @@ def state_vector(state: Mapping[str, Any], target: tuple[float, float]) -> np.nd
 
 def range_image(points: np.ndarray, columns: int) -> np.ndarray:
     """(cloud columns, rings, 4) points -> (columns, rings) ranges, the nearest return of each bin."""
-    ranges = np.sqrt(np.einsum("crk,crk->cr", points[:, :, :3], points[:, :, :3], dtype=np.float32))
-    ranges = np.where(np.isfinite(ranges), ranges, np.inf)
     width = points.shape[0]
-    edges = (np.arange(columns + 1) * width) // columns
-    binned = np.minimum.reduceat(ranges, edges[:-1], axis=0) if width >= columns else ranges[
-        (np.arange(columns) * width) // columns]
-    return np.where(np.isfinite(binned), binned, NO_RETURN_M).astype(np.float32)
+    # squared ranges, binned, then their roots (a root is monotonic: the nearest is the same);
+    # fmin passes over NaN (no return), so a bin is NaN only where none of its columns returned
+    x, y, z = points[..., 0], points[..., 1], points[..., 2]
+    squared = x * x
+    squared += y * y
+    squared += z * z
+    if width < columns:
+        binned = squared[(np.arange(columns) * width) // columns]
+    elif width % columns == 0:
+        bins = squared.reshape(columns, width // columns, -1)
+        binned = bins[:, 0].copy()
+        for k in range(1, bins.shape[1]):  # a few whole-row passes: a quarter of fmin.reduce's time
+            np.fmin(binned, bins[:, k], out=binned)
+    else:
+        binned = np.fmin.reduceat(squared, (np.arange(columns) * width) // columns, axis=0)
+    ranges = np.sqrt(binned)
+    ranges[~np.isfinite(ranges)] = NO_RETURN_M
+    return ranges
 
 
 def resampled(image_bgr: np.ndarray, height: int, width: int) -> np.ndarray:

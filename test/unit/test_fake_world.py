@@ -486,6 +486,42 @@ def test_specific_force_and_rates_agree_with_the_truth_trajectory():
         np.testing.assert_allclose(v[Ins.VelX:Ins.VelZ + 1], r0.T @ velocity_world, atol=1e-3)
 
 
+def test_the_kinematics_are_the_central_differences_of_the_pose():
+    """The kinematics (worked out in plain floats) against the same central differences taken with
+    the pose's matrices, on the route, along a driven track that turns and held still."""
+    from acres_sim.fake_game.world.motion import DriveKnot, DrivenMotion, HeldMotion
+    sim = AgentSimulator(vehicle_hello("polaris"), noise=False)
+    track = DrivenMotion(DriveKnot(0.0, 5.0, -28.0, 0.2, 0.0, 0.0))
+    knot = track.knot_at(0.0)
+    for step in range(1, 241):
+        speed, rate = min(5.0, 0.05 * step), 0.4 if step > 100 else 0.0
+        knot = DriveKnot(step / 120.0, knot.x + speed * math.cos(knot.yaw) / 120.0,
+                         knot.y + speed * math.sin(knot.yaw) / 120.0, knot.yaw + rate / 120.0, speed, rate)
+        track.add(knot)
+    dt = 1e-3
+    for motion, times in ((sim.motion, (3.3, 21.0, 47.9)), (track, (0.5, 1.0, 1.7)),
+                          (HeldMotion(9.0, (1.0, -28.0, 0.4), rpy_matrix(0.02, -0.01, 0.7)), (12.0,))):
+        sim.place(motion)
+        for t in times:
+            kin = sim.kinematics(t, dt)
+            held = isinstance(motion, HeldMotion)
+            (p0, r0), (p1, r1), (pm, rm) = (motion.pose(s) if held else sim.on_ground(*sim.planar(s))
+                                            for s in (t, t + dt, t - dt))
+            w = r0.T @ (r1 - rm) / (2.0 * dt)
+            omega = 0.5 * np.array([w[2, 1] - w[1, 2], w[0, 2] - w[2, 0], w[1, 0] - w[0, 1]])
+            np.testing.assert_allclose(kin.position, p0, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(kin.rotation, r0, rtol=0, atol=1e-15)
+            np.testing.assert_allclose(quat_matrix(kin.quaternion), r0, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(kin.velocity_body, r0.T @ (p1 - pm) / (2.0 * dt), rtol=0, atol=1e-9)
+            np.testing.assert_allclose(kin.acceleration_body, r0.T @ (p1 - 2.0 * p0 + pm) / dt ** 2,
+                                       rtol=0, atol=1e-6)
+            np.testing.assert_allclose(kin.angular_rate_body, omega, rtol=0, atol=1e-9)
+            assert kin.speed == kin.velocity_body[0]
+            if isinstance(motion, DrivenMotion) and t > 1.0:
+                assert abs(kin.angular_rate_body[2]) > 0.3 and kin.speed > 4.0  # it turns as it drives
+    assert not sim.kinematics(12.0).angular_rate_body.any()  # held: exactly still
+
+
 def test_vehicle_stops_once_per_lap_on_level_ground_and_starts_again():
     sim = AgentSimulator(vehicle_hello("polaris"), noise=False)
     period = sim.drive.period_s
@@ -569,7 +605,7 @@ def test_culling_drops_only_rays_that_miss(t):
         spheres.centres, spheres.radii + 1e4, spheres.first)
     cam = sim.hello.camera
     camera = CameraModel(cam)
-    pose = sim.body_pose(t).compose(cam.position_flu_m, cam.rpy_deg)
+    pose = sim.camera_pose(t)
     lidar = sim.lidar_pose(t)
     object_hits = 0
     for bundle, p, sun in ((camera.bundle, pose, CLEAR_DAY.sun), (sim._lidar.bundle, lidar, None)):

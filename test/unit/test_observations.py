@@ -57,3 +57,24 @@ def test_a_lidar_of_another_ring_count_is_an_error_naming_the_agent():
     said = "tractor: the game's LiDAR gives 8 rings, the observation space 32"
     with pytest.raises(RuntimeError, match=said):
         lidar.array(space, view)
+
+
+@pytest.mark.parametrize("columns", [180, 240, 700, 3600])
+def test_the_range_image_holds_each_bins_nearest_return(columns):
+    """Bins of 10 columns, of 7 or 8 (uneven), and more bins than columns (each its nearest column),
+    against the ranges worked out bin by bin; NaN points are no return, a bin without any is 0."""
+    rng = np.random.default_rng(3)
+    points = rng.uniform(-60.0, 60.0, (1800, 16, 4)).astype(np.float32)
+    points[rng.random((1800, 16)) < 0.6, :3] = np.nan
+    points[:40, 3, :3] = np.nan  # a ring without returns over four bins and more
+    image = range_image(points, columns)
+    assert image.shape == (columns, 16) and image.dtype == np.float32
+    ranges = np.linalg.norm(points[..., :3].astype(np.float64), axis=2)
+    for b in range(columns):
+        first = b * 1800 // columns
+        last = max(first + 1, (b + 1) * 1800 // columns) if columns <= 1800 else first + 1
+        for ring in range(16):
+            seen = ranges[first:last, ring]
+            expected = np.nanmin(seen) if np.isfinite(seen).any() else 0.0
+            assert image[b, ring] == pytest.approx(expected, rel=1e-6), (b, ring)
+    assert (image[:2, 3] == 0.0).all() and (image > 0.0).mean() > 0.35

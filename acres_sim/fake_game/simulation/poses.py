@@ -4,6 +4,7 @@ world, and the exact kinematics of base_footprint at an instant.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -19,11 +20,17 @@ class Pose:
     position: np.ndarray
     rotation: np.ndarray
 
-    def compose(self, position_flu_m, rpy_deg) -> Pose:
-        """The pose of a mount given in this frame (Hello position and roll / pitch / yaw)."""
-        r, p, y = (math.radians(float(a)) for a in rpy_deg)
-        return Pose(self.position + self.rotation @ np.asarray(position_flu_m, float),
-                    self.rotation @ rpy_matrix(r, p, y))
+    def compose(self, mount: Pose) -> Pose:
+        """The pose of a mount given in this frame."""
+        return Pose(self.position + self.rotation @ mount.position, self.rotation @ mount.rotation)
+
+
+@functools.lru_cache(maxsize=32)
+def mount_pose(position_flu_m: tuple[float, float, float], rpy_deg: tuple[float, float, float]) -> Pose:
+    """A Hello mount (position and roll / pitch / yaw) as a pose in its body's frame: made once
+    per mount, as a sweep asks for its sensor's pose 19 times."""
+    r, p, y = (math.radians(a) for a in rpy_deg)
+    return Pose(np.array(position_flu_m, float), rpy_matrix(r, p, y))
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import numpy as np
 from acres_sim.stream.hello import Hello
 
 from acres_sim.stream.timing import column_firing_offsets
-from acres_sim.rotations import matrix_to_quaternion
+from acres_sim.rotations import matrix_to_quaternion, quaternion_of
 
 from acres_sim.fake_game.world.conditions import CLEAR_DAY, Conditions
 from acres_sim.fake_game.world.georef import Georeference
@@ -32,10 +32,11 @@ from acres_sim.fake_game.world.scene import Scene, default_scene
 from acres_sim.fake_game.simulation.camera_model import CameraModel
 from acres_sim.fake_game.simulation.ins_model import InsModel
 from acres_sim.fake_game.simulation.lidar_model import compiled_caster, LidarModel
-from acres_sim.fake_game.simulation.poses import Kinematics, Pose
+from acres_sim.fake_game.simulation.poses import Kinematics, Pose, mount_pose
 from acres_sim.fake_game.simulation.shifts import CALIBRATED, VehicleShift
 from acres_sim.fake_game.simulation.vehicles import VEHICLES, lidar_elevations_deg
 
+Vec3 = tuple[float, float, float]
 _INS_STREAM, _LIDAR_STREAM, _CAMERA_STREAM, _CAMERA_NOISE_STREAM, _AIR_STREAM = 1, 2, 3, 4, 5
 _MASK64 = (1 << 64) - 1
 
@@ -153,9 +154,16 @@ class AgentSimulator:
 
     def on_ground(self, x: float, y: float, yaw: float) -> tuple[np.ndarray, np.ndarray]:
         """base_footprint at (x, y) heading yaw, standing on the ground: position and rotation."""
+        z, (fx, fy, fz), (lx, ly, lz), (ux, uy, uz) = self._ground_frame(x, y, yaw)
+        return (np.array([x, y, z]),
+                np.array([[fx, lx, ux], [fy, ly, uy], [fz, lz, uz]]))
+
+    def _ground_frame(self, x: float, y: float, yaw: float) -> tuple[float, Vec3, Vec3, Vec3]:
+        """on_ground in plain floats: the ground's height and the body's forward, left and up axes
+        (the rotation's columns). Every physics step asks for several, and numpy costs more on three
+        numbers than the arithmetic."""
         terrain = self.scene.terrain
         z, gx, gy = (0.0, 0.0, 0.0) if terrain is None else terrain.at(x, y)
-        # plain floats: this runs for every INS epoch and sweep knot, three times for the rates
         k = 1.0 / math.sqrt(1.0 + gx * gx + gy * gy)
         ux, uy, uz = -gx * k, -gy * k, k  # the ground's normal
         hx, hy = math.cos(yaw), math.sin(yaw)
@@ -163,9 +171,8 @@ class AgentSimulator:
         fx, fy, fz = hx, hy, gx * hx + gy * hy
         n = 1.0 / math.sqrt(fx * fx + fy * fy + fz * fz)
         fx, fy, fz = fx * n, fy * n, fz * n
-        lx, ly, lz = uy * fz - uz * fy, uz * fx - ux * fz, ux * fy - uy * fx  # up x forward
-        return (np.array([x, y, z]),
-                np.array([[fx, lx, ux], [fy, ly, uy], [fz, lz, uz]]))
+        left = (uy * fz - uz * fy, uz * fx - ux * fz, ux * fy - uy * fx)  # up x forward
+        return z, (fx, fy, fz), left, (ux, uy, uz)
 
     def grade(self, x: float, y: float, yaw: float) -> float:
         """The ground's slope along the heading at (x, y): rise over run, + uphill."""
@@ -204,22 +211,35 @@ class AgentSimulator:
         return kin
 
     def _kinematics_of(self, motion: Motion, t: float, dt: float) -> Kinematics:
-        p0, r0 = self._pose(t, motion)
-        p1, r1 = self._pose(t + dt, motion)
-        pm, rm = self._pose(t - dt, motion)
-        velocity = (p1 - pm) / (2.0 * dt)
-        acceleration = (p1 - 2.0 * p0 + pm) / (dt * dt)
-        w = r0.T @ (r1 - rm) / (2.0 * dt)  # skew(omega) in the body frame
-        omega = 0.5 * np.array([w[2, 1] - w[1, 2], w[0, 2] - w[2, 0], w[1, 0] - w[0, 1]])
-        velocity_body = r0.T @ velocity
+        if isinstance(motion, HeldMotion):
+            return _kinematics(*(motion.pose(s) for s in (t, t + dt, t - dt)), dt)
+        x0, y0, yaw0 = self.planar(t, motion)
+        z0, f0, l0, u0 = self._ground_frame(x0, y0, yaw0)
+        x1, y1, yaw1 = self.planar(t + dt, motion)
+        z1, f1, l1, u1 = self._ground_frame(x1, y1, yaw1)
+        xm, ym, yawm = self.planar(t - dt, motion)
+        zm, fm, lm, um = self._ground_frame(xm, ym, yawm)
+        # _kinematics in plain floats (a few per physics step), its matrices written out in their
+        # axes: R's columns are f, l, u, so R^T v = (f.v, l.v, u.v) and (R^T dR)[i, j] = axis_i . d axis_j
+        k = 1.0 / (2.0 * dt)
+        velocity = ((x1 - xm) * k, (y1 - ym) * k, (z1 - zm) * k)
+        kk = 1.0 / (dt * dt)
+        acceleration = ((x1 - 2.0 * x0 + xm) * kk, (y1 - 2.0 * y0 + ym) * kk, (z1 - 2.0 * z0 + zm) * kk)
+        df = ((f1[0] - fm[0]) * k, (f1[1] - fm[1]) * k, (f1[2] - fm[2]) * k)
+        dl = ((l1[0] - lm[0]) * k, (l1[1] - lm[1]) * k, (l1[2] - lm[2]) * k)
+        du = ((u1[0] - um[0]) * k, (u1[1] - um[1]) * k, (u1[2] - um[2]) * k)
+        omega = (0.5 * (_dot(u0, dl) - _dot(l0, du)), 0.5 * (_dot(f0, du) - _dot(u0, df)),
+                 0.5 * (_dot(l0, df) - _dot(f0, dl)))
+        velocity_body = (_dot(f0, velocity), _dot(l0, velocity), _dot(u0, velocity))
         return Kinematics(
-            position=p0,
-            rotation=r0,
-            quaternion=matrix_to_quaternion(r0),
-            velocity_body=velocity_body,
-            angular_rate_body=omega,
-            acceleration_body=r0.T @ acceleration,  # kinematic; the INS adds gravity
-            speed=float(velocity_body[0]),
+            position=np.array([x0, y0, z0]),
+            rotation=np.array([[f0[0], l0[0], u0[0]], [f0[1], l0[1], u0[1]], [f0[2], l0[2], u0[2]]]),
+            quaternion=np.array(quaternion_of(f0[0], l0[0], u0[0], f0[1], l0[1], u0[1], f0[2], l0[2], u0[2])),
+            velocity_body=np.array(velocity_body),
+            angular_rate_body=np.array(omega),
+            acceleration_body=np.array((_dot(f0, acceleration), _dot(l0, acceleration),
+                                        _dot(u0, acceleration))),  # kinematic; the INS adds gravity
+            speed=velocity_body[0],
         )
 
     def truth_pose(self, t: float) -> tuple[np.ndarray, np.ndarray]:
@@ -271,9 +291,9 @@ class AgentSimulator:
 
     def _mount_pose(self, t: float, position, rpy, offset, rpy_offset) -> Pose:
         """A mount of the Hello with a shift's offsets added (none: the calibrated mount, bit for bit)."""
-        if self.shift.calibrated:
-            return self.body_pose(t).compose(position, rpy)
-        return self.body_pose(t).compose(np.add(position, offset), np.add(rpy, rpy_offset))
+        if not self.shift.calibrated:
+            position, rpy = np.add(position, offset), np.add(rpy, rpy_offset)
+        return self.body_pose(t).compose(mount_pose(tuple(map(float, position)), tuple(map(float, rpy))))
 
     def prepare(self) -> None:
         """Build the sensor models now. The camera's ray table (the lens model inverted for every
@@ -301,3 +321,22 @@ class AgentSimulator:
             rng = self._rng(_CAMERA_STREAM, self._stamp_key(t))
             noise_rng = self._rng(_CAMERA_NOISE_STREAM)
         return model.render(self.scene, pose, rng, noise_rng, self.conditions)
+
+
+def _dot(a: Vec3, b: Vec3) -> float:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def _kinematics(now: tuple[np.ndarray, np.ndarray], after: tuple[np.ndarray, np.ndarray],
+                before: tuple[np.ndarray, np.ndarray], dt: float) -> Kinematics:
+    """Kinematics at an instant from the poses (position, rotation) there and dt after and before:
+    central differences (errors of order dt^2)."""
+    (p0, r0), (p1, r1), (pm, rm) = now, after, before
+    velocity = (p1 - pm) / (2.0 * dt)
+    acceleration = (p1 - 2.0 * p0 + pm) / (dt * dt)
+    w = r0.T @ (r1 - rm) / (2.0 * dt)  # skew(omega) in the body frame
+    omega = 0.5 * np.array([w[2, 1] - w[1, 2], w[0, 2] - w[2, 0], w[1, 0] - w[0, 1]])
+    velocity_body = r0.T @ velocity
+    return Kinematics(position=p0, rotation=r0, quaternion=matrix_to_quaternion(r0),
+                      velocity_body=velocity_body, angular_rate_body=omega,
+                      acceleration_body=r0.T @ acceleration, speed=float(velocity_body[0]))

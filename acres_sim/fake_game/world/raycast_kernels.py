@@ -426,11 +426,23 @@ def sweep_poses(knot_t, knot_p, knot_r, steps, times, positions, rotations):
         kx, ky, kz = vx * scale, vy * scale, vz * scale
         cos, sin = math.cos(angle), math.sin(angle)
         one = 1.0 - cos
-        # cos I + sin [k]x + (1 - cos) k k^T
-        turn = np.array(((cos + one * kx * kx, -sin * kz + one * kx * ky, sin * ky + one * kx * kz),
-                         (sin * kz + one * ky * kx, cos + one * ky * ky, -sin * kx + one * ky * kz),
-                         (-sin * ky + one * kz * kx, sin * kx + one * kz * ky, cos + one * kz * kz)))
-        rotations[c] = knot_r[j] @ turn
+        # cos I + sin [k]x + (1 - cos) k k^T, and knot_r[j] times it: written out, as a 3 x 3 array
+        # and a matrix product per column cost more in allocation than in arithmetic
+        t00, t01, t02 = cos + one * kx * kx, -sin * kz + one * kx * ky, sin * ky + one * kx * kz
+        t10, t11, t12 = sin * kz + one * ky * kx, cos + one * ky * ky, -sin * kx + one * ky * kz
+        t20, t21, t22 = -sin * ky + one * kz * kx, sin * kx + one * kz * ky, cos + one * kz * kz
+        for row in range(3):
+            r0, r1, r2 = knot_r[j, row, 0], knot_r[j, row, 1], knot_r[j, row, 2]
+            rotations[c, row, 0] = r0 * t00 + r1 * t10 + r2 * t20
+            rotations[c, row, 1] = r0 * t01 + r1 * t11 + r2 * t21
+            rotations[c, row, 2] = r0 * t02 + r1 * t12 + r2 * t22
+
+
+@njit(**_JIT)
+def _column_dot(rotations, a, i, b, j):
+    """Column i of rotations[a] dot column j of rotations[b]: (R_a^T R_b)[i, j]."""
+    return (rotations[a, 0, i] * rotations[b, 0, j] + rotations[a, 1, i] * rotations[b, 1, j]
+            + rotations[a, 2, i] * rotations[b, 2, j])
 
 
 @njit(**_JIT)
@@ -444,9 +456,13 @@ def sweep_slack(positions, rotations, mid):
         dy = positions[c, 1] - positions[mid, 1]
         dz = positions[c, 2] - positions[mid, 2]
         slack_m = max(slack_m, math.sqrt(dx * dx + dy * dy + dz * dz))
-        m = rotations[c].T @ rotations[mid]
-        ax, ay, az = m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1]
+        # R_c^T R_mid, the entries the angle needs (m[i, j]: column i of R_c dot column j of R_mid)
+        ax = _column_dot(rotations, c, 2, mid, 1) - _column_dot(rotations, c, 1, mid, 2)
+        ay = _column_dot(rotations, c, 0, mid, 2) - _column_dot(rotations, c, 2, mid, 0)
+        az = _column_dot(rotations, c, 1, mid, 0) - _column_dot(rotations, c, 0, mid, 1)
+        trace = (_column_dot(rotations, c, 0, mid, 0) + _column_dot(rotations, c, 1, mid, 1)
+                 + _column_dot(rotations, c, 2, mid, 2))
         half_axis = 0.5 * math.sqrt(ax * ax + ay * ay + az * az)
         # the angle from its sine and cosine: exact near zero, where an arccos of the trace is not
-        slack_rad = max(slack_rad, math.atan2(half_axis, 0.5 * (m[0, 0] + m[1, 1] + m[2, 2] - 1.0)))
+        slack_rad = max(slack_rad, math.atan2(half_axis, 0.5 * (trace - 1.0)))
     return slack_m, slack_rad
