@@ -61,7 +61,7 @@ def range_image(points: np.ndarray, columns: int) -> np.ndarray:
         binned = np.fmin.reduceat(squared, (np.arange(columns) * width) // columns, axis=0)
     ranges = np.sqrt(binned)
     ranges[~np.isfinite(ranges)] = NO_RETURN_M
-    return ranges
+    return ranges.astype(np.float32, copy=False)  # the observation space's type, whatever the cloud's
 
 
 def resampled(image_bgr: np.ndarray, height: int, width: int) -> np.ndarray:
