@@ -61,12 +61,18 @@ class Graph:
         return got
 
     def spin_until(self, predicate, timeout_s: float = 15.0, what: str = "condition") -> None:
+        if not self.spin_while_not(predicate, timeout_s):
+            counts = {t: len(v) for t, v in self.received.items()}
+            raise AssertionError(f"{what} not reached within {timeout_s} s; received {counts}")
+
+    def spin_while_not(self, predicate, timeout_s: float) -> bool:
+        """Spin until predicate() holds (True) or timeout_s has passed (False)."""
         deadline = time.monotonic() + timeout_s
         while not predicate():
             if time.monotonic() > deadline:
-                counts = {t: len(v) for t, v in self.received.items()}
-                raise AssertionError(f"{what} not reached within {timeout_s} s; received {counts}")
+                return False
             self.executor.spin_once(timeout_sec=0.05)
+        return True
 
     def spin_for(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds

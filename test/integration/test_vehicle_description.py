@@ -151,15 +151,12 @@ def test_a_driven_polaris_and_a_bale_are_drawn_live_and_in_the_log(session, tmp_
     # the node follows the game's states before the drive: at the first of them it may switch from
     # the reports, and a switch restarts the wheels (they do not advance at that message). Stepped
     # until it does: the states of a step taken before its subscription matched never reach it.
-    for attempt in range(10):
+    for _ in range(10):
         s.step(CONTROL_STEPS)
-        try:
-            g.spin_until(lambda: "joint_states follow /sim/agent_states" in describer.output(), 2,
-                         "the description following the game's states")
+        if g.spin_while_not(lambda: "joint_states follow /sim/agent_states" in describer.output(), 2):
             break
-        except AssertionError:
-            if attempt == 9:
-                raise
+    else:
+        pytest.fail("the description did not follow the game's states after 10 steps of 2 s each")
     s.step(CONTROL_STEPS)
     _caught_up(s)
     following_since = _sec(g.messages("/polaris/joint_states")[-1].header.stamp)

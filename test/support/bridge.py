@@ -179,10 +179,8 @@ def call_service(graph: Graph, client, timeout_s: float, resend_every_s: float |
         future = client.call_async(request)
         left = deadline - time.monotonic()
         wait = left if resend_every_s is None else min(left, resend_every_s)
-        try:
-            graph.spin_until(future.done, wait, f"answer of {client.srv_name}")
+        if graph.spin_while_not(future.done, wait):
             return future.result()
-        except AssertionError:
-            client.remove_pending_request(future)
-            if time.monotonic() >= deadline - 1e-3:
-                raise AssertionError(f"no answer of {client.srv_name} within {timeout_s} s") from None
+        client.remove_pending_request(future)
+        if time.monotonic() >= deadline - 1e-3:
+            raise AssertionError(f"no answer of {client.srv_name} within {timeout_s} s")

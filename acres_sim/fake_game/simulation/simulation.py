@@ -37,6 +37,7 @@ from acres_sim.fake_game.simulation.shifts import CALIBRATED, VehicleShift
 from acres_sim.fake_game.simulation.vehicles import VEHICLES, lidar_elevations_deg
 
 Vec3 = tuple[float, float, float]
+Frame = tuple[Vec3, Vec3, Vec3, Vec3]  # a position and the forward, left and up axes (a rotation's columns)
 _INS_STREAM, _LIDAR_STREAM, _CAMERA_STREAM, _CAMERA_NOISE_STREAM, _AIR_STREAM = 1, 2, 3, 4, 5
 _MASK64 = (1 << 64) - 1
 
@@ -211,36 +212,17 @@ class AgentSimulator:
         return kin
 
     def _kinematics_of(self, motion: Motion, t: float, dt: float) -> Kinematics:
+        frames = [self._frame(motion, s) for s in (t, t + dt, t - dt)]
+        return _central_differences(*frames, dt)
+
+    def _frame(self, motion: Motion, t: float) -> Frame:
+        """_pose in plain floats: base_footprint's position and its forward, left and up axes."""
         if isinstance(motion, HeldMotion):
-            return _kinematics(*(motion.pose(s) for s in (t, t + dt, t - dt)), dt)
-        x0, y0, yaw0 = self.planar(t, motion)
-        z0, f0, l0, u0 = self._ground_frame(x0, y0, yaw0)
-        x1, y1, yaw1 = self.planar(t + dt, motion)
-        z1, f1, l1, u1 = self._ground_frame(x1, y1, yaw1)
-        xm, ym, yawm = self.planar(t - dt, motion)
-        zm, fm, lm, um = self._ground_frame(xm, ym, yawm)
-        # _kinematics in plain floats (a few per physics step), its matrices written out in their
-        # axes: R's columns are f, l, u, so R^T v = (f.v, l.v, u.v) and (R^T dR)[i, j] = axis_i . d axis_j
-        k = 1.0 / (2.0 * dt)
-        velocity = ((x1 - xm) * k, (y1 - ym) * k, (z1 - zm) * k)
-        kk = 1.0 / (dt * dt)
-        acceleration = ((x1 - 2.0 * x0 + xm) * kk, (y1 - 2.0 * y0 + ym) * kk, (z1 - 2.0 * z0 + zm) * kk)
-        df = ((f1[0] - fm[0]) * k, (f1[1] - fm[1]) * k, (f1[2] - fm[2]) * k)
-        dl = ((l1[0] - lm[0]) * k, (l1[1] - lm[1]) * k, (l1[2] - lm[2]) * k)
-        du = ((u1[0] - um[0]) * k, (u1[1] - um[1]) * k, (u1[2] - um[2]) * k)
-        omega = (0.5 * (_dot(u0, dl) - _dot(l0, du)), 0.5 * (_dot(f0, du) - _dot(u0, df)),
-                 0.5 * (_dot(l0, df) - _dot(f0, dl)))
-        velocity_body = (_dot(f0, velocity), _dot(l0, velocity), _dot(u0, velocity))
-        return Kinematics(
-            position=np.array([x0, y0, z0]),
-            rotation=np.array([[f0[0], l0[0], u0[0]], [f0[1], l0[1], u0[1]], [f0[2], l0[2], u0[2]]]),
-            quaternion=np.array(quaternion_of(f0[0], l0[0], u0[0], f0[1], l0[1], u0[1], f0[2], l0[2], u0[2])),
-            velocity_body=np.array(velocity_body),
-            angular_rate_body=np.array(omega),
-            acceleration_body=np.array((_dot(f0, acceleration), _dot(l0, acceleration),
-                                        _dot(u0, acceleration))),  # kinematic; the INS adds gravity
-            speed=velocity_body[0],
-        )
+            position, rotation = motion.pose(t)
+            return tuple(position.tolist()), *map(tuple, rotation.T.tolist())  # type: ignore[return-value]
+        x, y, yaw = self.planar(t, motion)
+        z, forward, left, up = self._ground_frame(x, y, yaw)
+        return (x, y, z), forward, left, up
 
     def truth_pose(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         """base_footprint position (3,) in the world (ENU, m) and quaternion (x, y, z, w) body -> world."""
@@ -327,16 +309,31 @@ def _dot(a: Vec3, b: Vec3) -> float:
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-def _kinematics(now: tuple[np.ndarray, np.ndarray], after: tuple[np.ndarray, np.ndarray],
-                before: tuple[np.ndarray, np.ndarray], dt: float) -> Kinematics:
-    """Kinematics at an instant from the poses (position, rotation) there and dt after and before:
-    central differences (errors of order dt^2)."""
-    (p0, r0), (p1, r1), (pm, rm) = now, after, before
-    velocity = (p1 - pm) / (2.0 * dt)
-    acceleration = (p1 - 2.0 * p0 + pm) / (dt * dt)
-    w = r0.T @ (r1 - rm) / (2.0 * dt)  # skew(omega) in the body frame
-    omega = 0.5 * np.array([w[2, 1] - w[1, 2], w[0, 2] - w[2, 0], w[1, 0] - w[0, 1]])
-    velocity_body = r0.T @ velocity
-    return Kinematics(position=p0, rotation=r0, quaternion=matrix_to_quaternion(r0),
-                      velocity_body=velocity_body, angular_rate_body=omega,
-                      acceleration_body=r0.T @ acceleration, speed=float(velocity_body[0]))
+def _rate(after: Vec3, before: Vec3, k: float) -> Vec3:
+    """(after - before) * k: a central difference, k = 1 / (2 dt)."""
+    return ((after[0] - before[0]) * k, (after[1] - before[1]) * k, (after[2] - before[2]) * k)
+
+
+def _central_differences(now: Frame, after: Frame, before: Frame, dt: float) -> Kinematics:
+    """The kinematics at an instant from base_footprint's frames there and dt after and before
+    (errors of order dt^2), in plain floats (a few per physics step): with R's columns the axes
+    f, l, u, R^T v = (f.v, l.v, u.v) and (R^T dR)[i, j] = axis_i . d axis_j."""
+    (p0, f0, l0, u0), (p1, f1, l1, u1), (pm, fm, lm, um) = now, after, before
+    k = 1.0 / (2.0 * dt)
+    velocity, df, dl, du = (_rate(a, b, k) for a, b in ((p1, pm), (f1, fm), (l1, lm), (u1, um)))
+    kk = 1.0 / (dt * dt)
+    acceleration = ((p1[0] - 2.0 * p0[0] + pm[0]) * kk, (p1[1] - 2.0 * p0[1] + pm[1]) * kk,
+                    (p1[2] - 2.0 * p0[2] + pm[2]) * kk)
+    omega = (0.5 * (_dot(u0, dl) - _dot(l0, du)), 0.5 * (_dot(f0, du) - _dot(u0, df)),
+             0.5 * (_dot(l0, df) - _dot(f0, dl)))
+    velocity_body = (_dot(f0, velocity), _dot(l0, velocity), _dot(u0, velocity))
+    return Kinematics(
+        position=np.array(p0),
+        rotation=np.array([[f0[0], l0[0], u0[0]], [f0[1], l0[1], u0[1]], [f0[2], l0[2], u0[2]]]),
+        quaternion=np.array(quaternion_of(f0[0], l0[0], u0[0], f0[1], l0[1], u0[1], f0[2], l0[2], u0[2])),
+        velocity_body=np.array(velocity_body),
+        angular_rate_body=np.array(omega),
+        # kinematic; the INS adds gravity
+        acceleration_body=np.array((_dot(f0, acceleration), _dot(l0, acceleration), _dot(u0, acceleration))),
+        speed=velocity_body[0],
+    )
