@@ -259,9 +259,12 @@ from rclpy.qos import QoSProfile
 from std_msgs.msg import UInt64
 rclpy.init()
 node = rclpy.create_node("barrier_reader")
-node.create_subscription(UInt64, "sim/barrier", lambda m: print("BARRIER", m.data, flush=True),
-                         QoSProfile(depth=1000))
+sub = node.create_subscription(UInt64, "sim/barrier", lambda m: print("BARRIER", m.data, flush=True),
+                               QoSProfile(depth=1000))
 print("READY", flush=True)
+while sub.get_publisher_count() == 0:
+    rclpy.spin_once(node, timeout_sec=0.05)
+print("MATCHED", flush=True)
 rclpy.spin(node)
 """
 
@@ -277,7 +280,9 @@ def test_a_barrier_reader_that_stops_for_a_while_still_gets_every_barrier():
     try:
         reader.wait_for("READY", 30)
         bridge.wait_for("Hello from agent", 30)
-        time.sleep(1.0)  # matched
+        # Stopped before it matched, the reader would match only after the 40 barriers were gone.
+        reader.wait_for("MATCHED", 30)
+        time.sleep(1.0)  # the bridge's side matches a moment after the reader's
         reader.proc.send_signal(signal.SIGSTOP)
         server.gate.set()
         time.sleep(3.0)  # 40 barriers back to back take well under this
