@@ -183,10 +183,14 @@ def print_report(r: dict[str, Any]) -> None:
 
 
 def campaign_summary(c: dict[str, Any]) -> str:
-    """One line for bench_campaign's figures (its own output and the report's)."""
-    one, two = c["runs_per_min"]["1"], c["runs_per_min"]["2"]
-    return (f"campaign of {c['runs']} runs ({c['world_s_per_run']:g} s of world time each) on {c['where']}: "
-            f"1 at once {one:.2f} runs/min, 2 at once {two:.2f} runs/min ({two / one:.2f} x)")
+    """bench_campaign's figures (its own output and the report's): runs/min and a run's wall time
+    beyond its stepping (median), warm sessions against fresh ones."""
+    lines = [f"campaign of {c['runs']} runs ({c['world_s_per_run']:g} s of world time each) on {c['where']}:"]
+    for key, rate in c["runs_per_min"].items():
+        workers, sessions = key.split()
+        lines.append(f"  {workers} at once, {sessions} sessions: {rate:6.2f} runs/min, "
+                     f"{c['beyond_stepping_s'][key]:5.2f} s a run beyond its stepping (median)")
+    return "\n".join(lines)
 
 
 def search_summary(r: dict[str, Any]) -> str:

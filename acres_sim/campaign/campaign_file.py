@@ -18,6 +18,8 @@
     stack: python3 my_stack.py         # started for every run in its ROS domain (optional)
     run_timeout_s: 300                 # a run's wall-clock limit (default 120 s + 10 x duration_s)
     game_args: [--cached]              # the fake game's extra arguments (optional)
+    sessions: warm                     # warm (default): a worker keeps its session from run to run,
+                                       #   the world reset to each run's scenario; fresh: a session per run
 
 Every run's overrides are checked against the scenario before any run starts, as `--set` is (a
 search's: its ranges' bounds and every choice).
@@ -41,7 +43,9 @@ from acres_sim.scenario.scenario_file import load
 from acres_sim.scenario.yaml_nodes import NodeReader, compose
 
 SCHEMA_VERSION = 1
-TOP_KEYS = ("acres_campaign", "scenario", "grid", "random", "search", "stack", "run_timeout_s", "game_args")
+TOP_KEYS = ("acres_campaign", "scenario", "grid", "random", "search", "stack", "run_timeout_s", "game_args",
+            "sessions")
+SESSIONS = ("warm", "fresh")
 RUN_TIMEOUT_BASE_S, RUN_TIMEOUT_PER_WORLD_S = 120.0, 10.0
 
 
@@ -60,6 +64,7 @@ class Campaign:
     game_args: list[str]
     criteria: dict[str, str]  # the scenario's criteria, name -> unit, in its order
     fingerprints: dict[str, str] = field(default_factory=dict)  # file -> sha256 of its bytes
+    warm: bool = True  # sessions: warm
 
     @property
     def keys(self) -> list[str]:
@@ -105,6 +110,12 @@ class _CampaignReader(NodeReader):
         stack = self.text(top["stack"], "stack") if "stack" in top else ""
         game_args = [self.text(a, f"game_args.{i}") for i, a in
                      enumerate(self.sequence(top["game_args"], "game_args"))] if "game_args" in top else []
+        warm = True
+        if "sessions" in top:
+            sessions = self.value(top["sessions"])
+            if sessions not in SESSIONS:
+                raise self.fail(top["sessions"], "sessions", f"warm or fresh, got {sessions!r}")
+            warm = sessions == "warm"
         try:
             scenario = load(scenario_path)
         except ScenarioError as exc:
@@ -119,7 +130,7 @@ class _CampaignReader(NodeReader):
         assert sampler is not None  # a campaign sweeps something (checked above)
         campaign = Campaign(path, scenario_path, scenario, sampler, stack,
                             float(timeout), game_args, criteria,
-                            {"campaign": _sha256(path), "scenario": _sha256(scenario_path)})
+                            {"campaign": _sha256(path), "scenario": _sha256(scenario_path)}, warm)
         for run in sampler.probes():
             try:
                 load(scenario_path, run.overrides())

@@ -163,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                 if run.name in rerun:
                     sampler.tell(run, {})
                 specs.append(RunSpec(run, text, campaign.scenario_path.name, str(campaign.path.parent),
-                                     campaign.stack, campaign.run_timeout_s, campaign.game_args))
+                                     campaign.stack, campaign.run_timeout_s, campaign.game_args,
+                                     campaign.warm))
                 waiting = True
             if waiting:
                 return

@@ -116,7 +116,10 @@ class LocalRuns(_Runs):
             f.cancel()
 
     def close(self) -> None:
+        from acres_sim.campaign.warm_runs import close_all
+
         self._pool.shutdown(wait=True, cancel_futures=True)
+        close_all()
 
 
 def _on_a_ray_node(spec: RunSpec, placements: Any) -> RunResult:

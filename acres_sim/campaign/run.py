@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,6 +108,7 @@ class RunSpec:
     stack: str
     timeout_s: float
     game_args: list[str] = field(default_factory=list)
+    warm: bool = True  # on the worker's warm runner (sessions kept between runs), else a session of its own
 
 
 def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -> RunResult:
@@ -120,19 +121,24 @@ def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -
         scenario.write_text(spec.scenario_text, encoding="utf-8")
         out = work / "run"
         try:
-            with DomainLease() as domain:
-                args = runner_args(scenario, stack=spec.stack, sets=spec.run.overrides(), out=out,
-                                   domain=domain, game_args=spec.game_args, quiet=True)
-                env = {**os.environ, "ROS_DOMAIN_ID": str(domain),
-                       "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
-                cwd = spec.campaign_dir if Path(spec.campaign_dir).is_dir() else tmp
-                runner = Child("runner", args, env, work, cwd=cwd)
-                try:
-                    status, reason = _wait(runner, started + spec.timeout_s, stop, spec.timeout_s)
-                finally:
-                    # SIGINT: the runner ends its session (each process given its own wait) and
-                    # writes its report; SIGKILL only if it has not within RUNNER_STOP_S
-                    runner.stop(RUNNER_STOP_S)
+            key = _warm_key(spec, scenario)
+            if key is not None:
+                status, reason = _on_a_warm_runner(spec, key, scenario, out, work, stop, started)
+            else:
+                with DomainLease() as domain:
+                    args = runner_args(scenario, stack=spec.stack, sets=spec.run.overrides(), out=out,
+                                       domain=domain, game_args=spec.game_args, quiet=True)
+                    env = {**os.environ, "ROS_DOMAIN_ID": str(domain),
+                           "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+                    cwd = spec.campaign_dir if Path(spec.campaign_dir).is_dir() else tmp
+                    runner = Child("runner", args, env, work, cwd=cwd)
+                    try:
+                        status, reason = wait_run(lambda: runner.alive, started + spec.timeout_s, stop,
+                                                  spec.timeout_s)
+                    finally:
+                        # SIGINT: the runner ends its session (each process given its own wait) and
+                        # writes its report; SIGKILL only if it has not within RUNNER_STOP_S
+                        runner.stop(RUNNER_STOP_S)
         except KeyboardInterrupt:
             status, reason = INTERRUPTED, "the campaign was stopped"
         except (OSError, TimeoutError) as exc:
@@ -143,15 +149,45 @@ def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -
             if status == "":
                 status, reason = report["status"], report["reason"]
         elif status == "":
-            status, reason = "error", f"the scenario runner wrote no report (exit {runner.proc.returncode})"
+            status, reason = "error", "the scenario runner wrote no report (its output: runner.log)"
         files = {str(p.relative_to(work)): p.read_bytes() for p in sorted(work.rglob("*"))
                  if p.is_file() and p != scenario}
     return RunResult(spec.run, status, reason, report, node, time.monotonic() - started, files)
 
 
-def _wait(runner: Child, deadline: float, stop: threading.Event | None, timeout_s: float) -> tuple[str, str]:
-    """('', '') once the runner ended by itself (its report says how), else why it was ended."""
-    while runner.alive:
+def _warm_key(spec: RunSpec, scenario: Path) -> tuple | None:
+    """The session the run would share on a warm runner; None: a session of its own (sessions: fresh,
+    or a run in real time, whose world is not reset between runs)."""
+    from acres_sim.scenario.scenario_file import load
+    from acres_sim.scenario.session import session_key
+
+    if not spec.warm:
+        return None
+    loaded = load(scenario, spec.run.overrides())
+    return session_key(loaded, spec.game_args) if loaded.pace == "lockstep" else None
+
+
+def _on_a_warm_runner(spec: RunSpec, key: tuple, scenario: Path, out: Path, work: Path,
+                      stop: threading.Event | None, started: float) -> tuple[str, str]:
+    """The run on this thread's warm runner (a new one when it has none for the run's session)."""
+    from acres_sim.campaign.warm_runs import warm_runner
+
+    runner = warm_runner(key, spec.campaign_dir if Path(spec.campaign_dir).is_dir() else "", spec.game_args)
+    try:
+        status, reason, output = runner.run(scenario, out, spec.stack, spec.run.overrides(), stop,
+                                            started + spec.timeout_s, spec.timeout_s)
+    except BaseException:  # a cancelled Ray task (KeyboardInterrupt): the run under way is interrupted
+        runner.close()
+        raise
+    (work / "runner.log").write_text(output, encoding="utf-8")
+    return status, reason
+
+
+def wait_run(going: Callable[[], bool], deadline: float, stop: threading.Event | None,
+             timeout_s: float) -> tuple[str, str]:
+    """('', '') once going() is False (the run ended by itself: its report says how), else why it
+    is to be ended."""
+    while going():
         if stop is not None and stop.is_set():
             return INTERRUPTED, "the campaign was stopped"
         if time.monotonic() > deadline:

@@ -37,39 +37,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from acres_sim.nodes.runner_ros import BARRIER_TIMEOUT_S, RunnerRos
+from acres_sim.nodes.runner_world import READY_TIMEOUT_S, RunnerWorld
 from acres_sim.scenario import report as reports
 from acres_sim.scenario.ending import end_step
 from acres_sim.scenario.judge import Judge
 from acres_sim.scenario.model import Event, Scenario
 from acres_sim.scenario.pacing import CommandRule, LockstepPacing, RealTimePacing, Silent
 from acres_sim.scenario.scenario_file import ScenarioError, load
-from acres_sim.scenario.scripted import WaypointDriver, scripted_commands
 from acres_sim.scenario.world_setup import prepare_world, wait_for_game
 from acres_sim.stream.timing import PHYSICS_HZ
-from acres_sim.convert.stamps import stamp_to_sec_nanosec
-from acres_sim.topics import (
-    ACKERMANN_CMD,
-    BRAKE_CMD,
-    CLOCK,
-    CMD_VEL,
-    GEAR_CMD,
-    HELD_AWAITING,
-    STEERING_CMD,
-    THROTTLE_CMD,
-    VEHICLE_REFUSED,
-)
+from acres_sim.topics import HELD_AWAITING
 
-COMMAND_TOPICS = (ACKERMANN_CMD, CMD_VEL, STEERING_CMD, THROTTLE_CMD, BRAKE_CMD, GEAR_CMD)
-
-READY_TIMEOUT_S = 120.0  # the session's processes up and matched
-BARRIER_TIMEOUT_S = 30.0
 DISCOVERY_SETTLE_S = 2.0  # a new participant's endpoints are matched within this on one host
-CLOCK_AGAIN_S = 0.1  # /clock (best effort) said again while the world waits at a tick
-CLOCK_SETTLE_S = 0.02  # between a tick's barriers and its /clock
-FIRST_CLOCK_SETTLE_S = 0.5  # ... at the first tick
-# What vehicle/held_command's source means, for a message that names what a stack last sent.
-SOURCE_INPUTS = {"ackermann": ACKERMANN_CMD, "cmd_vel": CMD_VEL,
-                 "dbw": f"drive-by-wire ({STEERING_CMD}, {THROTTLE_CMD}, {BRAKE_CMD})"}
 PROGRESS_EVERY_S = 2.0
 INTERRUPT_STACKS_S = 60.0  # a run still going this long after Ctrl-C prints its threads' stacks
 WATCH_EVERY_S = 0.5  # how often a long wait looks for Ctrl-C and dead processes
@@ -86,7 +66,7 @@ class RunEnded(Exception):
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="scenario",
                                 description="Run a scenario file against a stack and judge it.")
-    p.add_argument("file", help="the scenario (YAML)")
+    p.add_argument("file", nargs="?", default="", help="the scenario (YAML)")
     p.add_argument("--check", action="store_true", help="check the file and exit (0: it would run)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a key for this run (dotted: conditions.dust=0.5, objects.bale1.pose.x=4)")
@@ -104,7 +84,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--game-arg", action="append", default=[], metavar="ARG",
                    help="an argument for the fake game, e.g. --game-arg=--cached (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    return p.parse_args(argv)
+    p.add_argument("--serve", action="store_true",
+                   help="(a warm runner) runs one after another on one session, each asked for on a line of "
+                        "standard input (JSON: file, out, stack, set, until_decided); no FILE")
+    args = p.parse_args(argv)
+    if bool(args.file) == args.serve:
+        p.error("give a scenario FILE, or --serve without one")
+    return args
 
 
 class ScenarioRun:
@@ -124,6 +110,8 @@ class ScenarioRun:
         self.timings: dict[str, float | None] = {"first_step_wall_s": None, "first_command_wall_s": None}
         self.rule = CommandRule([a.name for a in scenario.agents], scenario.command_period_s)
         self.abandoned = False  # ROS left open: the process ends without closing it
+        self.ros: RunnerRos | None = None
+        self.world: RunnerWorld | None = None  # kept for the next run (execute's keep)
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -134,8 +122,11 @@ class ScenarioRun:
             faulthandler.dump_traceback_later(INTERRUPT_STACKS_S, exit=False)
         self.interrupted.set()
 
-    def execute(self) -> int:
-        from acres_sim.scenario.session import RunSession, SessionFailed
+    def execute(self, world: RunnerWorld | None = None, keep: bool = False) -> int:
+        """The run to its report; its exit code. `world`: a warm runner's, kept from its last run
+        (None: one made here, in the run's directory); `keep`: the world is left up for a next run
+        when this one ended with a verdict (self.world then holds it, else None)."""
+        from acres_sim.scenario.session import SessionFailed
 
         started = self._started = time.monotonic()
         env = dict(os.environ)
@@ -143,27 +134,28 @@ class ScenarioRun:
             env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = str(self.args.domain)
         previous = {sig: signal.signal(sig, lambda _n, _f: self._interrupt())
                     for sig in (signal.SIGINT, signal.SIGTERM)}
-        session = RunSession(self.scenario, self.run_dir, env, self.args.game_arg)
+        if world is None:
+            world = RunnerWorld(self.scenario, self.run_dir, env, self.args.game_arg)
+        warm = world.runs > 0
+        marks = world.log_marks()  # a warm world's logs go on: this run's part is copied at its end
+        session = world.session
         status, reason = "error", ""
-        ros = None
-        feed = game = None
         try:
-            session.start(READY_TIMEOUT_S)
-            ros = _Ros(self.scenario)
-            from acres_sim.game.control_client import ControlClient
-            from acres_sim.game.episode_feed import EpisodeFeed
-
-            game = ControlClient(session.control_port, timeout_s=BARRIER_TIMEOUT_S, token=session.token)
-            self._task_client = ControlClient(session.control_port, timeout_s=BARRIER_TIMEOUT_S)
-            feed = EpisodeFeed(session.control_port, lambda event, body: self._on_event(ros, event, body),
-                               self._errors.append)
-            feed.start()
+            if not warm:
+                world.open(self._errors.append)
+            self.ros = ros = world.ros
+            game, feed, self._task_client = world.game, world.feed, world.tasks
+            ros.begin(self.scenario)
+            world.listen(self._on_event)
+            if warm:
+                world.reset_for(self.scenario, lambda: self._check(session))
+            world.runs += 1
             self._prepare(game)
             self._wait_watchers(game, session)
             game.record_start(self.log_path)
             if self.args.stack:
-                session.start_stack(self.args.stack)
-            self._run(game, feed, ros, session)
+                session.start_stack(self.args.stack, self.run_dir)
+            self._run(game, feed, ros, session, fresh_graph=not warm or bool(self.args.stack))
             self.judge.finish()
             status = "passed" if self.judge.passed else "failed"
         except RunEnded as exc:
@@ -176,19 +168,26 @@ class ScenarioRun:
             # Each step of the end on its own: whatever fails, the session's processes are stopped.
             if status in ("error", "interrupted"):
                 end_step("the tasks' last status", lambda: self.judge.abort(reason))
-            if game is not None:
+            if world.game is not None:
                 try:
-                    game.record_stop()
+                    world.game.record_stop()
                 except Exception as exc:  # noqa: BLE001 -- a dead game: its log ends at its last chunk
                     reason = reason or f"the episode log could not be finished: {exc}"
-            if feed is not None:
-                end_step("the episode feed", feed.stop)
-            # The ROS node is not destroyed: the process ends with it (main). Destroying it while the
-            # session's processes end froze the runner for good (Fast DDS 2.14: the participant's
-            # destruction spins, holding Python's lock, until a discovery callback of a vanishing
-            # peer ends, which waits for a lock the destruction holds).
-            self.abandoned = ros is not None
-            session.stop()
+            world.listen(lambda event, body: None)
+            if keep and status in ("passed", "failed"):
+                end_step("the stack", world.end_run)
+                self.world = world
+            else:
+                end_step("the episode feed", world.stop_feed)
+                # The ROS node is not destroyed: the process ends with it (main). Destroying it while
+                # the session's processes end froze the runner for good (Fast DDS 2.14: the
+                # participant's destruction spins, holding Python's lock, until a discovery callback
+                # of a vanishing peer ends, which waits for a lock the destruction holds).
+                self.abandoned = world.ros is not None
+                session.stop()
+                self.world = None
+            if session.run_dir != self.run_dir:
+                end_step("the processes' logs", lambda: world.copy_logs(marks, self.run_dir))
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         files = {"report": self.report_path, "log": self.log_path, "run directory": str(self.run_dir)}
@@ -223,7 +222,7 @@ class ScenarioRun:
                                         f"{READY_TIMEOUT_S:g} s")
             time.sleep(0.05)
 
-    def _pacing(self, game: Any, feed: Any, ros: _Ros, session: Any) -> Any:
+    def _pacing(self, game: Any, feed: Any, ros: RunnerRos, session: Any) -> Any:
         s = self.scenario
         check = lambda: self._check(session)  # noqa: E731
         if s.pace == "lockstep":
@@ -232,7 +231,9 @@ class ScenarioRun:
                                   PHYSICS_HZ, s.stack_timeout_s, check, ros.last_sent, HELD_AWAITING)
         return RealTimePacing(game, ros.lockstep.held, s.stack_timeout_s, check, ros.last_sent)
 
-    def _run(self, game: Any, feed: Any, ros: _Ros, session: Any) -> None:
+    def _run(self, game: Any, feed: Any, ros: RunnerRos, session: Any, fresh_graph: bool = True) -> None:
+        """fresh_graph: a participant joined the graph for this run (the session's, the stack's), and
+        its endpoints are given DISCOVERY_SETTLE_S to match."""
         s = self.scenario
         pacing = self._pacing(game, feed, ros, session)
         waited = time.monotonic()
@@ -247,7 +248,8 @@ class ScenarioRun:
                     break
                 time.sleep(0.05)
             else:
-                time.sleep(DISCOVERY_SETTLE_S)
+                if fresh_graph:
+                    time.sleep(DISCOVERY_SETTLE_S)
         start = self.world_time_s = pacing.begin(self.world_time_s)
         self.judge.start_s = start
         self.timings["first_step_wall_s"] = time.monotonic() - self._started
@@ -329,10 +331,10 @@ class ScenarioRun:
             for agent, shift in body.items():
                 game.set_shift(agent, shift)
 
-    def _on_event(self, ros: _Ros, event: str, body: dict[str, Any]) -> None:
+    def _on_event(self, event: str, body: dict[str, Any]) -> None:
         self.judge.on_event(event, body)
-        if event == "states":
-            ros.see(body)  # where the scripted agents are
+        if event == "states" and self.ros is not None:
+            self.ros.see(body)  # where the scripted agents are
 
     def _task(self, status: dict[str, Any]) -> None:
         """A judged agent's TaskStatus: to the game (the feed, /sim/task, the log)."""
@@ -347,126 +349,12 @@ class ScenarioRun:
             print(f"scenario: {line}", file=sys.stderr, flush=True)
 
 
-class _Ros:
-    """The runner's ROS side: the lockstep watch (barriers and held commands of every agent) and the
-    Ackermann commands of the scripted agents, on a node spun by a thread of its own."""
-
-    def __init__(self, scenario: Scenario):
-        import rclpy
-        from ackermann_msgs.msg import AckermannDriveStamped
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.signals import SignalHandlerOptions
-
-        from std_msgs.msg import String
-
-        from acres_sim.fake_game.simulation.vehicle_model import VEHICLE_PARAMS
-        from acres_sim.nodes.lockstep_watch import HELD_QOS, watch_lockstep
-
-        self._rclpy = rclpy
-        self._msg = AckermannDriveStamped
-        rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
-        self.node = rclpy.create_node("scenario_runner")
-        self._agents = agents = [a.name for a in scenario.agents]
-        self.lockstep = watch_lockstep(self.node, agents, True, BARRIER_TIMEOUT_S, 0.0,
-                                       lambda text: self.node.get_logger().warning(text))
-        self._scripted: dict[str, Any] = {}
-        for a in scenario.agents:
-            if a.waypoints:
-                params = VEHICLE_PARAMS[a.vehicle]
-                self._scripted[a.name] = (
-                    WaypointDriver(a.waypoints, a.speed_mps, params.wheelbase_m, params.max_steer_rad),
-                    self.node.create_publisher(AckermannDriveStamped, f"/{a.name}/{ACKERMANN_CMD}",
-                                               10))
-        self._starts = {a.name: (a.pose.x, a.pose.y, a.pose.yaw) for a in scenario.agents}
-        self._states: dict[str, Any] = {}  # each agent's latest AgentState (the scripted agents' drivers)
-        # Lockstep: the ticks' time, said by the runner (the sim_bridges do not publish /clock then).
-        from rosgraph_msgs.msg import Clock
-
-        from acres_sim.nodes.sim_bridge import CLOCK_QOS
-
-        self._clock_msg = Clock
-        lockstep = scenario.pace == "lockstep"
-        self._clock = self.node.create_publisher(Clock, CLOCK, CLOCK_QOS) if lockstep else None
-        self._tick: Any = None
-        if self._clock is not None:
-            self.node.create_timer(CLOCK_AGAIN_S, self._clock_again)
-        # What each agent's vehicle_bridge last refused (named when its stack's commands stop counting).
-        self.refused: dict[str, str] = {}
-        for a in scenario.agents:
-            self.node.create_subscription(String, f"/{a.name}/{VEHICLE_REFUSED}",
-                                          lambda msg, name=a.name: self.refused.__setitem__(name, msg.data),
-                                          HELD_QOS)
-        self._executor = SingleThreadedExecutor()
-        self._executor.add_node(self.node)
-        self._thread = threading.Thread(target=self._executor.spin, name="scenario-ros", daemon=True)
-        self._thread.start()
-
-    @property
-    def scripted(self) -> list[str]:
-        return list(self._scripted)
-
-    def tick(self, t: float) -> None:
-        """/clock says tick t (its data delivered), now and every CLOCK_AGAIN_S until the next."""
-        if self._clock is None:
-            return
-        # The data are delivered (barriers), but a stack takes its queued messages one per wait of
-        # its executor, timers first: a moment's grace lets it read them all before its timers fire
-        # (more at the first tick: a stack's first callbacks are slow, and its queue is full).
-        time.sleep(CLOCK_SETTLE_S if self._tick is not None else FIRST_CLOCK_SETTLE_S)
-        msg = self._clock_msg()
-        msg.clock.sec, msg.clock.nanosec = stamp_to_sec_nanosec(t)
-        self._tick = msg
-        self._clock.publish(msg)
-
-    def _clock_again(self) -> None:
-        if self._tick is not None:
-            self._clock.publish(self._tick)
-
-    def last_sent(self, agents: list[str]) -> str:
-        """What each agent's stack last sent that counts, and what was refused since, in words."""
-        _, held = self.lockstep.held.snapshot()
-        parts = []
-        for agent in agents:
-            h = held.get(agent)
-            if h is None:
-                said = f"{agent}'s vehicle_bridge has not said what it holds"
-            elif h[1] in ("", HELD_AWAITING):
-                said = f"{agent} holds no command"
-            else:
-                said = (f"{agent} last held {SOURCE_INPUTS.get(h[1], h[1])} stamped {h[0]:.3f} s, "
-                        f"{time.monotonic() - h[2]:.1f} s ago")
-            refused = self.refused.get(agent)
-            parts.append(said + (f"; refused since: {refused}" if refused else ""))
-        return "; ".join(parts)
-
-    def commanding(self) -> set[str]:
-        """The agents whose command topics something besides this runner publishes on."""
-        out = set()
-        for agent in self._agents:
-            own = 1 if agent in self._scripted else 0
-            if any(self.node.count_publishers(f"/{agent}/{topic}") > (own if topic == ACKERMANN_CMD else 0)
-                   for topic in COMMAND_TOPICS):
-                out.add(agent)
-        return out | set(self._scripted)
-
-    def see(self, states: dict[str, Any]) -> None:
-        if self._scripted:  # only the scripted agents' drivers need where they are
-            self._states = {agent["name"]: agent for agent in states.get("agents", [])}
-
-    def drive_scripted(self, now: float) -> None:
-        """Each scripted agent's command for world time `now` (stamped with it)."""
-        drivers = {name: driver for name, (driver, _publisher) in self._scripted.items()}
-        for name, (steer, speed) in scripted_commands(drivers, self._states, self._starts).items():
-            publisher = self._scripted[name][1]
-            msg = self._msg()
-            sec = int(now)
-            msg.header.stamp.sec, msg.header.stamp.nanosec = sec, int(round((now - sec) * 1e9))
-            msg.drive.steering_angle, msg.drive.speed = float(steer), float(speed)
-            publisher.publish(msg)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.serve:
+        from acres_sim.nodes.warm_runner import serve
+
+        return serve(args)
     try:
         scenario = load(args.file, args.set)
     except ScenarioError as exc:
@@ -480,15 +368,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     run = ScenarioRun(scenario, args)
     if Path(run.log_path).exists():
-        print(f"scenario: refused: the episode log {run.log_path} exists (a log is never overwritten): "
-              "give another --log or --out", file=sys.stderr)
+        print(log_exists(run.log_path), file=sys.stderr)
         return 2
     code = run.execute()
     if run.abandoned:
-        for stream in (sys.stdout, sys.stderr):
-            stream.flush()
-        os._exit(code)  # no destructor of rclpy's or Fast DDS's runs (see execute's end)
+        leave(code)
     return code
+
+
+def log_exists(path: str) -> str:
+    return (f"scenario: refused: the episode log {path} exists (a log is never overwritten): give another "
+            "--log or --out")
+
+
+def leave(code: int) -> None:
+    """The process ends with no destructor of rclpy's or Fast DDS's run (see execute's end)."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -34,14 +34,15 @@ class Child:
     """A child process with its output in a file (and its lines kept for waiting on them)."""
 
     def __init__(self, name: str, args: list[str], env: Mapping[str, str], log_dir: Path,
-                 shell: bool = False, cwd: str | Path | None = None):
+                 shell: bool = False, cwd: str | Path | None = None, stdin: bool = False):
         self.name = name
         self._interrupted = False
         self.lines: list[str] = []
         self._new = threading.Condition()
         self._log = open(log_dir / f"{name}.log", "w", encoding="utf-8")  # noqa: SIM115 -- closed in stop()
         self.proc = subprocess.Popen(args if not shell else args[0], env=dict(env), shell=shell,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                     stdin=subprocess.PIPE if stdin else None, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, bufsize=1,
                                      cwd=cwd, start_new_session=True, preexec_fn=_in_the_child)
         self._reader = threading.Thread(target=self._read, name=f"{name}-output", daemon=True)
         self._reader.start()

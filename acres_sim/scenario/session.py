@@ -18,7 +18,15 @@ from acres_sim.nodes.launch_plan import plan_launch
 from acres_sim.scenario.model import Scenario
 from acres_sim.scenario.processes import Child, SessionFailed, start_fake_game, stop_together
 
-__all__ = ["Child", "RunSession", "SessionFailed"]
+__all__ = ["Child", "RunSession", "SessionFailed", "session_key"]
+
+
+def session_key(scenario: Scenario, game_args: list[str]) -> tuple:
+    """What the processes of a scenario's session depend on: two runs with the same key can share
+    one session (a warm runner's), the world reset between them. The seed, objects, conditions,
+    shifts and start poses are not in it: a reset and the world's setup make them the run's."""
+    return (tuple((a.name, a.vehicle, a.cmd_vel_stamped) for a in scenario.agents), scenario.pace,
+            tuple(game_args))
 
 
 class RunSession:
@@ -65,16 +73,23 @@ class RunSession:
         assert plan.sim_control is not None
         self._start("sim_control", _node("sim_control", "", plan.sim_control.parameters()))
 
-    def start_stack(self, command: str) -> None:
-        """The user's stack, a shell command line, in the run's environment (its ROS domain). A simple
-        command replaces the shell (exec), so that it is the process that ends with the runner."""
+    def start_stack(self, command: str, log_dir: Path | None = None) -> None:
+        """The user's stack, a shell command line, in the run's environment (its ROS domain), its
+        output in log_dir (default: the session's). A simple command replaces the shell (exec), so
+        that it is the process that ends with the runner."""
         simple = not any(mark in command for mark in (";", "&", "|", "\n", "(", "`", "$("))
-        self.stack = self._start("stack", [f"exec {command}" if simple else command], shell=True)
+        self.stack = Child("stack", [f"exec {command}" if simple else command], self.env,
+                           log_dir or self.run_dir, shell=True)
+
+    def stop_stack(self) -> None:
+        if self.stack is not None:
+            self.stack.stop()
+            self.stack = None
 
     def dead(self) -> str:
         """'' while every process runs, else which ended (the stack's end is not a session's death)."""
         for child in self.children:
-            if child is not self.stack and not child.alive:
+            if not child.alive:
                 log = self.run_dir / f"{child.name}.log"
                 return f"{child.name} ended (exit {child.proc.returncode}; its output: {log})"
         return ""
@@ -82,9 +97,8 @@ class RunSession:
     def stop(self) -> None:
         """The stack first, then the bridges and sim_control side by side, the game last (while
         they end, it is still there to answer them)."""
-        if self.stack is not None:
-            self.stack.stop()
-        stop_together([c for c in reversed(self.children) if c is not self.stack and c is not self.game])
+        self.stop_stack()
+        stop_together([c for c in reversed(self.children) if c is not self.game])
         if self.game is not None:
             self.game.stop()
 
