@@ -119,6 +119,18 @@ class RunnerRos:
         if self._tick is not None:
             self._clock.publish(self._tick)
 
+    def wait_clock_matched(self, timeout_s: float) -> bool:
+        """Until this runner's /clock writer has matched every /clock reader in the graph (False after
+        timeout_s; True at once in real time, where the runner says no ticks)."""
+        if self._clock is None:
+            return True
+        deadline = time.monotonic() + timeout_s
+        while self._clock.get_subscription_count() < self.node.count_subscribers(CLOCK):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
     def release(self) -> None:
         """vehicle/disable to every agent's vehicle_bridge: a vehicle that a reset left awaiting the
         command of a stack now gone drives its route again, as in a session just started."""

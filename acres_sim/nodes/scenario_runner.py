@@ -50,6 +50,9 @@ from acres_sim.stream.timing import PHYSICS_HZ
 from acres_sim.topics import HELD_AWAITING
 
 DISCOVERY_SETTLE_S = 2.0  # a new participant's endpoints are matched within this on one host
+# A warm session's new stack: once this runner's /clock writer has matched every /clock reader in the
+# graph (the stack's discovery with this runner is done; with the session's nodes it runs alongside).
+STACK_SETTLE_S = 0.3
 PROGRESS_EVERY_S = 2.0
 INTERRUPT_STACKS_S = 60.0  # a run still going this long after Ctrl-C prints its threads' stacks
 WATCH_EVERY_S = 0.5  # how often a long wait looks for Ctrl-C and dead processes
@@ -155,7 +158,7 @@ class ScenarioRun:
             game.record_start(self.log_path)
             if self.args.stack:
                 session.start_stack(self.args.stack, self.run_dir)
-            self._run(game, feed, ros, session, fresh_graph=not warm or bool(self.args.stack))
+            self._run(game, feed, ros, session, "session" if not warm else "stack" if self.args.stack else "")
             self.judge.finish()
             status = "passed" if self.judge.passed else "failed"
         except RunEnded as exc:
@@ -231,9 +234,9 @@ class ScenarioRun:
                                   PHYSICS_HZ, s.stack_timeout_s, check, ros.last_sent, HELD_AWAITING)
         return RealTimePacing(game, ros.lockstep.held, s.stack_timeout_s, check, ros.last_sent)
 
-    def _run(self, game: Any, feed: Any, ros: RunnerRos, session: Any, fresh_graph: bool = True) -> None:
-        """fresh_graph: a participant joined the graph for this run (the session's, the stack's), and
-        its endpoints are given DISCOVERY_SETTLE_S to match."""
+    def _run(self, game: Any, feed: Any, ros: RunnerRos, session: Any, joined: str = "session") -> None:
+        """joined: what joined the graph for this run ("session": every process, given
+        DISCOVERY_SETTLE_S to match; "stack": the stack alone, on a warm session; "": nothing)."""
         s = self.scenario
         pacing = self._pacing(game, feed, ros, session)
         waited = time.monotonic()
@@ -248,8 +251,11 @@ class ScenarioRun:
                     break
                 time.sleep(0.05)
             else:
-                if fresh_graph:
+                if joined == "session":
                     time.sleep(DISCOVERY_SETTLE_S)
+                elif joined == "stack":
+                    ros.wait_clock_matched(DISCOVERY_SETTLE_S)
+                    time.sleep(STACK_SETTLE_S)
         start = self.world_time_s = pacing.begin(self.world_time_s)
         self.judge.start_s = start
         self.timings["first_step_wall_s"] = time.monotonic() - self._started
