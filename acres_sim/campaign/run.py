@@ -174,8 +174,9 @@ def _on_a_warm_runner(spec: RunSpec, key: tuple, scenario: Path, out: Path, work
 
     runner = warm_runner(key, spec.campaign_dir if Path(spec.campaign_dir).is_dir() else "", spec.game_args)
     try:
-        status, reason, output = runner.run(scenario, out, spec.stack, spec.run.overrides(), stop,
-                                            started + spec.timeout_s, spec.timeout_s)
+        status, reason, output = runner.run(
+            scenario, out, spec.stack, spec.run.overrides(),
+            lambda going: wait_run(going, started + spec.timeout_s, stop, spec.timeout_s))
     except BaseException:  # a cancelled Ray task (KeyboardInterrupt): the run under way is interrupted
         runner.close()
         raise

@@ -1,5 +1,5 @@
 """A worker's warm runner (ROS-free): the scenario runner in --serve mode (acres_sim/nodes/
-warm_runner.py), kept from run to run by the thread that started it (a local pool's, a Ray
+scenario_runner.py), kept from run to run by the thread that started it (a local pool's, a Ray
 worker's), in a ROS domain leased for as long as it lives. A run that does not fit its session
 (another agent, vehicle, pace or game argument) gets a new one; one that ended its session (an
 error, a timeout, Ctrl-C) leaves the next run a new one too.
@@ -14,10 +14,10 @@ import shutil
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from acres_sim.campaign.domains import DomainLease
-from acres_sim.campaign.run import wait_run
 from acres_sim.scenario.processes import Child
 
 DONE = re.compile(r"^ACRES_RUN_DONE exit=(-?\d+) more=([01])$")
@@ -51,10 +51,11 @@ class WarmRunner:
     def alive(self) -> bool:
         return hasattr(self, "child") and self.child.alive
 
-    def run(self, scenario: Path, out: Path, stack: str, sets: list[str], stop: threading.Event | None,
-            deadline: float, timeout_s: float) -> tuple[str, str, str]:
+    def run(self, scenario: Path, out: Path, stack: str, sets: list[str],
+            wait: Callable[[Callable[[], bool]], tuple[str, str]]) -> tuple[str, str, str]:
         """(status, reason, the runner's output of this run): ('', '') once the run ended by itself
-        (its report says how), else why it was ended (the runner is then closed)."""
+        (its report says how), else why it was ended (the runner is then closed). wait(going):
+        until going() is False, ('', ''), or why the run is to be ended (run.wait_run)."""
         first = len(self.child.lines)
         request = {"file": str(scenario), "out": str(out), "stack": stack, "set": sets}
         try:
@@ -69,7 +70,7 @@ class WarmRunner:
         def done() -> re.Match | None:
             return next((m for m in map(DONE.match, self.child.lines[first:]) if m), None)
 
-        status, reason = wait_run(lambda: done() is None and self.child.alive, deadline, stop, timeout_s)
+        status, reason = wait(lambda: done() is None and self.child.alive)
         ended = done()
         if status or ended is None or ended.group(2) == "0":  # ended by the campaign, dead, or said so
             self.close()

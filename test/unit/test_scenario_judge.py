@@ -237,9 +237,9 @@ def test_an_interrupted_run_that_does_not_end_prints_its_threads_stacks(monkeypa
     """A run still going INTERRUPT_STACKS_S after Ctrl-C says where each thread is (its output is all
     a user or a test that gave up on it has); one that ends in time prints nothing of the kind."""
     runner = pytest.importorskip("acres_sim.nodes.scenario_runner", reason="the runner needs its ROS side")
-    monkeypatch.setattr(runner, "INTERRUPT_STACKS_S", 0.2)
+    monkeypatch.setattr(runner.scenario_run, "INTERRUPT_STACKS_S", 0.2)
     args = runner.parse_args([str(SCENARIOS / "bale_ahead.yaml"), "--out", str(tmp_path)])
-    run = runner.ScenarioRun(runner.load(args.file, []), args)
+    run = runner.ScenarioRun(runner.load(args.file, []), args)  # scenario_run's, as the runner uses it
     run._interrupt()
     time.sleep(0.6)
     assert run.interrupted.is_set()
