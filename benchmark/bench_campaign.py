@@ -31,16 +31,18 @@ from harness.bale_sweep import SCENARIO, write_campaign
 REPO = Path(__file__).resolve().parents[1]
 
 
-def campaign_minutes(tmp: Path, runs: int, workers: int, sessions: str = "warm") -> tuple[float, str, float]:
+def campaign_minutes(tmp: Path, runs: int, workers: int, sessions: str = "warm",
+                     keep_stack: bool = False) -> tuple[float, str, float]:
     """(runs per minute, where they ran, median wall seconds of a run beyond its stepping) of one
-    campaign of `runs` runs, `workers` at once, its sessions warm or fresh."""
+    campaign of `runs` runs, `workers` at once, its sessions warm (the stack kept or not) or fresh."""
     path = write_campaign(tmp, f"grid:\n  objects.bale1.pose.y: [-28.0, -20.0]\n"
                                f"random:\n  runs: {max(1, runs // 2)}\n  seed: 2\n"
-                               f"  conditions.dust: {{uniform: [0, 0.3]}}\nsessions: {sessions}\n",
-                          name=f"campaign_{workers}_{sessions}.yaml")
+                               f"  conditions.dust: {{uniform: [0, 0.3]}}\nsessions: {sessions}\n"
+                               f"keep_stack: {'true' if keep_stack else 'false'}\n",
+                          name=f"campaign_{workers}_{sessions}_{keep_stack}.yaml")
     path_ = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path_}
-    out = tmp / f"out_{workers}_{sessions}"
+    out = tmp / f"out_{workers}_{sessions}_{keep_stack}"
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "acres_sim.campaign.cli", str(path), "--out",
                            str(out), "--workers", str(workers)], env=env,
@@ -62,15 +64,17 @@ def campaign_minutes(tmp: Path, runs: int, workers: int, sessions: str = "warm")
 
 
 def measure_campaign(runs: int = 6) -> dict:
-    """Warm sessions one and two at once, fresh ones one at once: runs/min and a run's wall time
-    beyond its stepping."""
+    """Warm sessions one and two at once, one at once with the stack kept, fresh ones one at once:
+    runs/min and a run's wall time beyond its stepping."""
     figures: dict[str, Any] = {"runs": 2 * max(1, runs // 2), "world_s_per_run": 3.0, "runs_per_min": {},
                                "beyond_stepping_s": {}}
     with tempfile.TemporaryDirectory(prefix="acres_bench_campaign_") as tmp:
-        for workers, sessions in ((1, "warm"), (2, "warm"), (1, "fresh")):
-            rate, where, beyond = campaign_minutes(Path(tmp), runs, workers, sessions)
-            figures["runs_per_min"][f"{workers} {sessions}"] = rate
-            figures["beyond_stepping_s"][f"{workers} {sessions}"] = beyond
+        for workers, sessions, keep in ((1, "warm", False), (2, "warm", False), (1, "warm", True),
+                                        (1, "fresh", False)):
+            rate, where, beyond = campaign_minutes(Path(tmp), runs, workers, sessions, keep)
+            key = f"{workers} {sessions}" + (" kept-stack" if keep else "")
+            figures["runs_per_min"][key] = rate
+            figures["beyond_stepping_s"][key] = beyond
             figures["where"] = where
     return figures
 

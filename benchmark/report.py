@@ -187,8 +187,9 @@ def campaign_summary(c: dict[str, Any]) -> str:
     beyond its stepping (median), warm sessions against fresh ones."""
     lines = [f"campaign of {c['runs']} runs ({c['world_s_per_run']:g} s of world time each) on {c['where']}:"]
     for key, rate in c["runs_per_min"].items():
-        workers, sessions = key.split()
-        lines.append(f"  {workers} at once, {sessions} sessions: {rate:6.2f} runs/min, "
+        workers, sessions, *kept = key.split()
+        how = f"{sessions} sessions" + (", the stack kept" if kept else "")
+        lines.append(f"  {workers} at once, {how}: {rate:6.2f} runs/min, "
                      f"{c['beyond_stepping_s'][key]:5.2f} s a run beyond its stepping (median)")
     return "\n".join(lines)
 

@@ -20,6 +20,8 @@
     game_args: [--cached]              # the fake game's extra arguments (optional)
     sessions: warm                     # warm (default): a worker keeps its session from run to run,
                                        #   the world reset to each run's scenario; fresh: a session per run
+    keep_stack: false                  # true: a warm session's stack runs on from run to run (it sees
+                                       #   each reset: the world and /clock go back)
 
 Every run's overrides are checked against the scenario before any run starts, as `--set` is (a
 search's: its ranges' bounds and every choice).
@@ -44,7 +46,7 @@ from acres_sim.scenario.yaml_nodes import NodeReader, compose
 
 SCHEMA_VERSION = 1
 TOP_KEYS = ("acres_campaign", "scenario", "grid", "random", "search", "stack", "run_timeout_s", "game_args",
-            "sessions")
+            "sessions", "keep_stack")
 SESSIONS = ("warm", "fresh")
 RUN_TIMEOUT_BASE_S, RUN_TIMEOUT_PER_WORLD_S = 120.0, 10.0
 
@@ -65,6 +67,7 @@ class Campaign:
     criteria: dict[str, str]  # the scenario's criteria, name -> unit, in its order
     fingerprints: dict[str, str] = field(default_factory=dict)  # file -> sha256 of its bytes
     warm: bool = True  # sessions: warm
+    keep_stack: bool = False
 
     @property
     def keys(self) -> list[str]:
@@ -116,6 +119,14 @@ class _CampaignReader(NodeReader):
             if sessions not in SESSIONS:
                 raise self.fail(top["sessions"], "sessions", f"warm or fresh, got {sessions!r}")
             warm = sessions == "warm"
+        keep_stack = False
+        if "keep_stack" in top:
+            keep_stack = self.value(top["keep_stack"])
+            if not isinstance(keep_stack, bool):
+                raise self.fail(top["keep_stack"], "keep_stack", f"true or false, got {keep_stack!r}")
+            if keep_stack and not (warm and "stack" in top):
+                raise self.fail(top["keep_stack"], "keep_stack", "a stack is kept on a warm session only: "
+                                "give a stack, and sessions: warm")
         try:
             scenario = load(scenario_path)
         except ScenarioError as exc:
@@ -130,7 +141,8 @@ class _CampaignReader(NodeReader):
         assert sampler is not None  # a campaign sweeps something (checked above)
         campaign = Campaign(path, scenario_path, scenario, sampler, stack,
                             float(timeout), game_args, criteria,
-                            {"campaign": _sha256(path), "scenario": _sha256(scenario_path)}, warm)
+                            {"campaign": _sha256(path), "scenario": _sha256(scenario_path)}, warm,
+                            keep_stack)
         for run in sampler.probes():
             try:
                 load(scenario_path, run.overrides())

@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                     sampler.tell(run, {})
                 specs.append(RunSpec(run, text, campaign.scenario_path.name, str(campaign.path.parent),
                                      campaign.stack, campaign.run_timeout_s, campaign.game_args,
-                                     campaign.warm))
+                                     campaign.warm, campaign.keep_stack))
                 waiting = True
             if waiting:
                 return

@@ -109,6 +109,7 @@ class RunSpec:
     timeout_s: float
     game_args: list[str] = field(default_factory=list)
     warm: bool = True  # on the worker's warm runner (sessions kept between runs), else a session of its own
+    keep_stack: bool = False  # (warm) the stack runs on from run to run
 
 
 def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -> RunResult:
@@ -175,7 +176,7 @@ def _on_a_warm_runner(spec: RunSpec, key: tuple, scenario: Path, out: Path, work
     runner = warm_runner(key, spec.campaign_dir if Path(spec.campaign_dir).is_dir() else "", spec.game_args)
     try:
         status, reason, output = runner.run(
-            scenario, out, spec.stack, spec.run.overrides(),
+            scenario, out, spec.stack, spec.run.overrides(), spec.keep_stack,
             lambda going: wait_run(going, started + spec.timeout_s, stop, spec.timeout_s))
     except BaseException:  # a cancelled Ray task (KeyboardInterrupt): the run under way is interrupted
         runner.close()

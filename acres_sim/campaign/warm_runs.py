@@ -51,13 +51,14 @@ class WarmRunner:
     def alive(self) -> bool:
         return hasattr(self, "child") and self.child.alive
 
-    def run(self, scenario: Path, out: Path, stack: str, sets: list[str],
+    def run(self, scenario: Path, out: Path, stack: str, sets: list[str], keep_stack: bool,
             wait: Callable[[Callable[[], bool]], tuple[str, str]]) -> tuple[str, str, str]:
         """(status, reason, the runner's output of this run): ('', '') once the run ended by itself
         (its report says how), else why it was ended (the runner is then closed). wait(going):
         until going() is False, ('', ''), or why the run is to be ended (run.wait_run)."""
         first = len(self.child.lines)
-        request = {"file": str(scenario), "out": str(out), "stack": stack, "set": sets}
+        request = {"file": str(scenario), "out": str(out), "stack": stack, "set": sets,
+                   "keep_stack": keep_stack}
         try:
             assert self.child.proc.stdin is not None
             self.child.proc.stdin.write(json.dumps(request) + "\n")

@@ -34,6 +34,7 @@ class RunnerWorld:
         self.tasks: Any = None  # a control client of its own for the tasks' statuses
         self.feed: Any = None
         self.runs = 0
+        self.stack_command = ""  # the command line of the stack running (or last run)
         self._listener: OnEvent = lambda event, body: None
         self._latched: dict[str, dict[str, Any]] = {}  # agents and objects: said once, kept for a new judge
 
@@ -64,13 +65,16 @@ class RunnerWorld:
             self._latched[event] = body
         self._listener(event, body)
 
-    def reset_for(self, scenario: Scenario, check: Callable[[], None]) -> None:
+    def reset_for(self, scenario: Scenario, check: Callable[[], None], release: bool = True) -> None:
         """(a warm run, before the world is set up) The world as launched, from the run's seed;
-        every vehicle_bridge released (holding nothing, as a fresh one); steps counted afresh."""
+        steps counted afresh; with `release`, every vehicle_bridge released (holding nothing, as a
+        fresh one; not for a stack kept from the last run, which may command at once)."""
         assert self.ros is not None
         lockstep = self.ros.lockstep
         self.feed.forget_steps()
         lockstep.reset("all", lambda: self.game.reset("all", seed=scenario.seed).step, lambda: None)
+        if not release:
+            return
         self.ros.release()
         deadline = time.monotonic() + RELEASE_TIMEOUT_S
         while True:
@@ -83,8 +87,21 @@ class RunnerWorld:
                                    f"{RELEASE_TIMEOUT_S:g} s of the reset: {self.ros.last_sent(list(held))}")
             time.sleep(0.01)
 
-    def end_run(self) -> None:
-        """(a warm run's end) Its stack stopped and gone from the graph; the world kept."""
+    def kept_stack(self, command: str) -> bool:
+        """Whether the stack of the last run, `command`, runs on (a run that keeps it need not start it)."""
+        stack = self.session.stack
+        return stack is not None and stack.alive and self.stack_command == command
+
+    def start_stack(self, command: str, run_dir: Path, keep: bool) -> None:
+        """The run's stack; one to keep from run to run writes into the session's directory (each
+        run gets its part, as of the other processes)."""
+        self.session.start_stack(command, None if keep else run_dir)
+        self.stack_command = command
+
+    def end_run(self, keep_stack: bool = False) -> None:
+        """(a warm run's end) The world kept; its stack stopped and gone from the graph, or kept."""
+        if keep_stack:
+            return
         self.session.stop_stack()
         assert self.ros is not None
         deadline = time.monotonic() + STACK_GONE_TIMEOUT_S
@@ -92,17 +109,23 @@ class RunnerWorld:
         while self.ros.commanding() - scripted and time.monotonic() < deadline:
             time.sleep(0.02)
 
+    def _logged(self) -> list[Any]:
+        """The processes whose output goes to the session's directory (a kept stack's too)."""
+        stack = self.session.stack
+        kept = stack is not None and Path(stack.log_path).parent == self.session.run_dir
+        return self.session.children + ([stack] if kept else [])
+
     def log_marks(self) -> dict[str, int]:
         """Where each process's output file ends now."""
         marks = {}
-        for child in self.session.children:
+        for child in self._logged():
             path = self.session.run_dir / f"{child.name}.log"
             marks[child.name] = path.stat().st_size if path.exists() else 0
         return marks
 
     def copy_logs(self, marks: Mapping[str, int], run_dir: Path) -> None:
         """What each process wrote since `marks` (a process not in them: all), into run_dir."""
-        for child in self.session.children:
+        for child in self._logged():
             path = self.session.run_dir / f"{child.name}.log"
             if path.exists():
                 with open(path, "rb") as source:

@@ -112,6 +112,7 @@ class ScenarioRun:
         marks = world.log_marks()  # a warm world's logs go on: this run's part is copied at its end
         session = world.session
         status, reason = "error", ""
+        keep_stack = False
         try:
             if not warm:
                 world.open(self._errors.append)
@@ -119,15 +120,20 @@ class ScenarioRun:
             game, feed, self._task_client = world.game, world.feed, world.tasks
             ros.begin(self.scenario)
             world.listen(self._on_event)
+            keep_stack = bool(getattr(self.args, "keep_stack", False)) and bool(self.args.stack)
+            kept = warm and keep_stack and world.kept_stack(self.args.stack)
             if warm:
-                world.reset_for(self.scenario, lambda: self._check(session))
+                if not kept:
+                    session.stop_stack()  # one kept by an earlier run for another command line
+                world.reset_for(self.scenario, lambda: self._check(session), release=not kept)
             world.runs += 1
             self._prepare(game)
             self._wait_watchers(game, session)
             game.record_start(self.log_path)
-            if self.args.stack:
-                session.start_stack(self.args.stack, self.run_dir)
-            self._run(game, feed, ros, session, "session" if not warm else "stack" if self.args.stack else "")
+            if self.args.stack and not kept:
+                world.start_stack(self.args.stack, self.run_dir, keep_stack)
+            joined = "session" if not warm else "" if kept or not self.args.stack else "stack"
+            self._run(game, feed, ros, session, joined)
             self.judge.finish()
             status = "passed" if self.judge.passed else "failed"
         except RunEnded as exc:
@@ -147,7 +153,7 @@ class ScenarioRun:
                     reason = reason or f"the episode log could not be finished: {exc}"
             world.listen(lambda event, body: None)
             if keep and status in ("passed", "failed"):
-                end_step("the stack", world.end_run)
+                end_step("the stack", lambda: world.end_run(keep_stack=keep_stack))
                 self.world = world
             else:
                 end_step("the episode feed", world.stop_feed)

@@ -3,7 +3,8 @@ scenario_run.py).
 
 `scenario --serve`, a warm runner (for campaigns), takes runs one after another, each a line of
 standard input: a JSON object with `file` and the options `out`, `stack`, `set` (a list),
-`until_decided`, `log`, `report`, `junit` (its ROS domain, game arguments and --quiet are its own).
+`until_decided`, `log`, `report`, `junit`, and `keep_stack` (the stack runs on into the next run of
+the same command line, through the reset) (its ROS domain, game arguments and --quiet are its own).
 Its session starts with the first run and is kept while the runs fit it (scenario/session.py's
 session_key) and end with a verdict; the world is reset to each run's scenario in between
 (runner_world.py), and each run's directory gets its part of every process's output. After each
@@ -56,7 +57,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--serve", action="store_true",
                    help="(a warm runner) runs one after another on one session, each asked for on a line of "
-                        "standard input (JSON: file, out, stack, set, until_decided); no FILE")
+                        "standard input (JSON: file, out, stack, set, until_decided, keep_stack); no FILE")
     args = p.parse_args(argv)
     if bool(args.file) == args.serve:
         p.error("give a scenario FILE, or --serve without one")
@@ -165,6 +166,7 @@ def _run_of(line: str, args: argparse.Namespace) -> ScenarioRun | str:
         if request.get("until_decided"):
             argv.append("--until-decided")
         run_args = parse_args(argv)
+        run_args.keep_stack = bool(request.get("keep_stack", False))
     except (ValueError, TypeError) as exc:
         return f"a run's line could not be read: {exc}"
     except SystemExit:

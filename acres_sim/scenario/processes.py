@@ -39,7 +39,8 @@ class Child:
         self._interrupted = False
         self.lines: list[str] = []
         self._new = threading.Condition()
-        self._log = open(log_dir / f"{name}.log", "w", encoding="utf-8")  # noqa: SIM115 -- closed in stop()
+        self.log_path = log_dir / f"{name}.log"
+        self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 -- closed in stop()
         self.proc = subprocess.Popen(args if not shell else args[0], env=dict(env), shell=shell,
                                      stdin=subprocess.PIPE if stdin else None, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True, bufsize=1,

@@ -110,3 +110,22 @@ def test_a_run_that_does_not_fit_the_session_ends_the_warm_runner_and_a_refused_
     assert done == [(2, 1), (1, 1), (2, 0)], printed  # refused, a verdict (still moving at 2 s), ended
     assert "differ from the warm session's" in printed
     assert not (tmp_path / "crossing" / "report.json").exists()
+
+
+def test_a_kept_stack_runs_on_through_the_reset_and_gives_each_run_its_verdict(tmp_path):
+    """keep_stack: the stack started by the first run drives the next ones (it answers each step's
+    states, stamped as they are, so the reset's clock going back leaves it right); each run is judged
+    as a fresh one would be, and gets the stack's output of its own time."""
+    bale = REPO / "scenarios" / "bale_ahead.yaml"
+    stack = f"echo STACK STARTED && exec {_stack('--speed', '3')}"
+    runs = [{"file": str(bale), "out": str(tmp_path / f"run{k}"), "stack": stack, "keep_stack": True,
+             "set": ["duration_s=4"]} for k in range(3)]
+    done, printed = _serve(runs, 208)
+    print(printed)
+    assert done == [(1, 1)] * 3, done
+    reports = [json.loads((tmp_path / f"run{k}" / "report.json").read_text()) for k in range(3)]
+    verdicts = [[(c["name"], c["passed"], c["value"]) for c in r["criteria"]] for r in reports]
+    assert verdicts[0] == verdicts[1] == verdicts[2]
+    assert reports[1]["steps"] == reports[0]["steps"] == 480
+    started = ["STACK STARTED" in (tmp_path / f"run{k}" / "stack.log").read_text() for k in range(3)]
+    assert started == [True, False, False]  # one stack for the three runs

@@ -49,6 +49,9 @@ def test_a_grid_and_random_draws_expand_into_every_combination_in_order(tmp_path
     assert campaign.run_timeout_s == pytest.approx(120.0 + 10.0 * 12.0)
     assert campaign.warm  # sessions kept between runs unless the file says fresh
     assert not load_campaign(_write(tmp_path, "grid:\n  conditions.dust: [0.1]\nsessions: fresh\n")).warm
+    assert not campaign.keep_stack
+    assert load_campaign(_write(tmp_path, "grid:\n  conditions.dust: [0.1]\nstack: x\nkeep_stack: true\n")
+                         ).keep_stack
     other = _write(tmp_path, "random:\n  runs: 2\n  seed: 10\n  conditions.wetness: {uniform: [0.0, 1.0]}\n")
     assert [r.values for r in load_campaign(other).runs()] != [{"conditions.wetness": d} for d in draws[:2]]
 
@@ -67,6 +70,8 @@ def test_a_grid_and_random_draws_expand_into_every_combination_in_order(tmp_path
     ("grid:\n  conditions.dust: [0.1]\nrun_timeout_s: -3\n", "run_timeout_s"),
     ("grid:\n  conditions.dust: [0.1]\nstacks: x\n", "campaign.yaml:5: stacks: unknown key"),
     ("grid:\n  conditions.dust: [0.1]\nsessions: hot\n", "campaign.yaml:5: sessions: warm or fresh"),
+    ("grid:\n  conditions.dust: [0.1]\nkeep_stack: true\n", "keep_stack: a stack is kept on a warm session"),
+    ("grid:\n  conditions.dust: [0.1]\nstack: x\nkeep_stack: 1\n", "keep_stack: true or false"),
 ])
 def test_a_campaign_that_cannot_run_is_refused_with_the_key(tmp_path, body, says):
     with pytest.raises(CampaignError, match=None) as refused:
