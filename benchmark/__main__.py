@@ -37,7 +37,8 @@ Measurements (names for --only):
   learn     the learners' environment: steps/s with state observations against its floor (the
             channels doing only what a step must), one and two agents; with LiDAR observations;
             reset p50/p95, aggregate steps/s of 1 and 2 sessions at once (benchmark.bench_learn)
-  campaign  a campaign's runs per minute with 1 and 2 runs at once (benchmark.bench_campaign)
+  campaign  a campaign's runs per minute and a run's time beyond its stepping: warm sessions 1 and 2
+            at once, 1 at once with the stack kept, fresh sessions 1 at once (benchmark.bench_campaign)
   search    failures found in 100 runs of one scenario by the search and by random draws, three
             seeds (about 40 min on 2 cores; benchmark.bench_campaign --search)
   remote    a reliable and a best-effort subscriber on a second host (a network namespace joined
