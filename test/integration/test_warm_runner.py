@@ -1,6 +1,7 @@
 """A warm runner (`scenario --serve`) keeps its session from run to run and resets it to each run's
 scenario: a run on it gives the report and the logged agent states of the same run on a session of
-its own, after another scenario (another seed, objects, conditions) ran on the same session."""
+its own, after another scenario (another seed, objects, conditions) ran on the same session. CI runs
+the comparison on Jazzy and the others on Kilted (the runner is the same Python on both)."""
 
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ def _serve(runs: list[dict], domain: int) -> tuple[list[tuple[int, int]], str]:
     return done, "".join(printed)
 
 
+@pytest.mark.variant_jazzy
 def test_a_warm_run_gives_the_report_and_states_of_a_fresh_session(tmp_path):
     person = REPO / "scenarios" / "person_at_dusk.yaml"
     bale = REPO / "scenarios" / "bale_ahead.yaml"
@@ -96,6 +98,7 @@ def test_a_warm_run_gives_the_report_and_states_of_a_fresh_session(tmp_path):
     assert listening not in (tmp_path / "warm" / "fake_game.log").read_text()
 
 
+@pytest.mark.variant
 def test_a_run_that_does_not_fit_the_session_ends_the_warm_runner_and_a_refused_file_does_not(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("acres_scenario: 1\nname: x\n")
@@ -112,6 +115,7 @@ def test_a_run_that_does_not_fit_the_session_ends_the_warm_runner_and_a_refused_
     assert not (tmp_path / "crossing" / "report.json").exists()
 
 
+@pytest.mark.variant
 def test_a_kept_stack_runs_on_through_the_reset_and_gives_each_run_its_verdict(tmp_path):
     """keep_stack: the stack started by the first run drives the next ones (it answers each step's
     states, stamped as they are, so the reset's clock going back leaves it right); each run is judged
