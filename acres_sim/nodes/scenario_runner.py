@@ -143,6 +143,10 @@ def serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         ended = 130
     finally:
+        # The end is not cut short: a second SIGTERM (a Ray worker's end, after its cancelled task's
+        # SIGINT) raised inside it once left a sim_bridge running.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
         if world is not None:
             world.stop_feed()
             world.session.stop()
