@@ -108,7 +108,7 @@ class RunSpec:
     stack: str
     timeout_s: float
     game_args: list[str] = field(default_factory=list)
-    warm: bool = True  # on the worker's warm runner (sessions kept between runs), else a session of its own
+    warm: bool = False  # on the worker's warm runner (sessions kept between runs), else a session of its own
     keep_stack: bool = False  # (warm) the stack runs on from run to run
 
 

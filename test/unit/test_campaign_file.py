@@ -47,11 +47,11 @@ def test_a_grid_and_random_draws_expand_into_every_combination_in_order(tmp_path
     assert scenario.conditions["wetness"] == runs[5].values["conditions.wetness"]  # JSON keeps every bit
     assert scenario.objects[0].pose.x == runs[5].values["objects.bale1.pose.x"]
     assert campaign.run_timeout_s == pytest.approx(120.0 + 10.0 * 12.0)
-    assert campaign.warm  # sessions kept between runs unless the file says fresh
-    assert not load_campaign(_write(tmp_path, "grid:\n  conditions.dust: [0.1]\nsessions: fresh\n")).warm
+    assert not campaign.warm  # a session per run unless the file says warm
+    assert load_campaign(_write(tmp_path, "grid:\n  conditions.dust: [0.1]\nsessions: warm\n")).warm
     assert not campaign.keep_stack
-    assert load_campaign(_write(tmp_path, "grid:\n  conditions.dust: [0.1]\nstack: x\nkeep_stack: true\n")
-                         ).keep_stack
+    assert load_campaign(_write(tmp_path, "grid:\n  conditions.dust: [0.1]\nstack: x\nsessions: warm\n"
+                                          "keep_stack: true\n")).keep_stack
     other = _write(tmp_path, "random:\n  runs: 2\n  seed: 10\n  conditions.wetness: {uniform: [0.0, 1.0]}\n")
     assert [r.values for r in load_campaign(other).runs()] != [{"conditions.wetness": d} for d in draws[:2]]
 
