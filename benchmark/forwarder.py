@@ -20,7 +20,8 @@ def main(argv: list[str]) -> int:
     from acres_sim.middleware import dds
 
     dds.apply_profile()  # the bridge's own profile, before rclpy creates the participant
-    from benchmark.noop import MbpsReport, PrebuiltMessages, stop_on_signals
+    from benchmark.noop import MbpsReport, PrebuiltMessages
+    from harness.processes import stop_on_signals
     from harness.workload import connect_drain
 
     spec, port = json.loads(argv[0]), int(argv[1])

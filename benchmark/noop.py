@@ -16,15 +16,14 @@ PrebuiltMessages is also what the forwarder (bench.forwarder) publishes.
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import threading
 import time
 from typing import Any
 
 from acres_sim.convert.cdr import STAMP
 from acres_sim.stream.protocol import FrameHeader, FrameType
 from acres_sim.stream.payloads import decode_payload
+from harness.processes import stop_on_signals
 
 
 class MbpsReport:
@@ -115,13 +114,6 @@ class PrebuiltMessages:
 
         self.node.destroy_node()
         rclpy.try_shutdown()
-
-
-def stop_on_signals() -> threading.Event:
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    return stop
 
 
 def main(argv: list[str]) -> int:

@@ -9,17 +9,14 @@ the process is started in (the remote-subscriber measurement runs it on its own 
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import threading
 
+from harness.processes import stop_on_signals
 from harness.workload import ReplayServer, polaris_period
 
 
 def main(argv: list[str]) -> int:
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     server = ReplayServer(polaris_period(), rate=1.0).start()
     print(f"PORT {server.port}", flush=True)
     stop.wait()

@@ -17,13 +17,12 @@ message the middleware delivered, so that what is counted is delivery, not this 
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import threading
 import time
 
 from acres_sim.convert.cdr import STAMP, STAMP_AT
 from acres_sim.convert.ins_cdr import TF_STAMP_AT
+from harness.processes import stop_on_signals
 
 
 def _stamp_of(type_name: str):
@@ -74,9 +73,7 @@ def main(argv: list[str]) -> int:
     spec, out = json.loads(argv[0]), argv[1]
     raw, best_effort = "raw" in argv[2:], "best_effort" in argv[2:]
     depth = 1000 if "deep" in argv[2:] else 5
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     rclpy.init(signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     node = rclpy.create_node(f"bench_subscriber_{__import__('os').getpid()}")
     qos = {"sensor": QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST,

@@ -10,6 +10,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -139,10 +140,17 @@ def run(make_node: Callable[[], RunnableNode], name: str, args: Sequence[str] | 
     """Run a node until SIGINT or SIGTERM (exit 0), or until it is finished. `dds_profile`: apply
     the package's Fast DDS profile before the participant starts, and log what is in force."""
     choice = dds.apply_profile() if dds_profile else None  # read by Fast DDS when the participant starts
-    stop = threading.Event()
-    # Our own handlers: a node stops its threads (and logs so) before rclpy shuts down.
-    previous = {sig: signal.signal(sig, lambda _signum, _frame: stop.set())
-                for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop = threading.Event()  # set by a spinner that ended, and here once the node is to stop
+    # Our own handlers: a node stops its threads (and logs so) before rclpy shuts down. They only set
+    # a flag: Event.set takes the event's lock, which the main thread holds inside stop.wait() now
+    # and then, and a handler runs on the main thread: a node was found hung so, for good, after its
+    # runner was killed (the SIGTERM its end sent, then none to follow).
+    asked = {"stop": False}
+
+    def on_signal(_signum: int, _frame: Any) -> None:
+        asked["stop"] = True
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as exc:  # noqa: BLE001 -- e.g. a malformed --ros-args: one line, no traceback
@@ -171,8 +179,10 @@ def run(make_node: Callable[[], RunnableNode], name: str, args: Sequence[str] | 
         spinners = [spin_in_thread(executor, stop, failures, f"{name}-executor-{index}")
                     for index, executor in enumerate(executors)]
         trim = PeriodicTrim()
-        while not stop.wait(0.2) and not node.finished:
-            trim()  # the signal handler only sets the event: nothing here holds a lock
+        while not asked["stop"] and not stop.is_set() and not node.finished:
+            time.sleep(0.2)  # a signal's handler runs in it; sleep goes on to its end (PEP 475)
+            trim()
+        stop.set()
         if failures:
             raise failures[0]
         return 0

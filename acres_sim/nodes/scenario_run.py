@@ -32,7 +32,6 @@ import os
 import signal
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -73,7 +72,7 @@ class ScenarioRun:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = str(Path(args.log).resolve() if args.log else self.run_dir / "episode.mcap")
         self.report_path = str(Path(args.report).resolve() if args.report else self.run_dir / "report.json")
-        self.interrupted = threading.Event()
+        self.interrupted = False  # set by a signal's handler: a flag, no lock (see _interrupt)
         self.judge = Judge(scenario, math.inf, self._task)  # judged from the start step on
         self.world_time_s = 0.0
         self._task_client: Any = None
@@ -90,9 +89,11 @@ class ScenarioRun:
     def _interrupt(self) -> None:
         """(a signal handler) The run ends at its next check; one still going INTERRUPT_STACKS_S later
         prints every thread's stack to stderr, so that what holds it shows in its output."""
-        if not self.interrupted.is_set():
+        # No lock here (an Event's set takes one): a second signal landing while the first handler
+        # held it would wait for itself for good.
+        if not self.interrupted:
             faulthandler.dump_traceback_later(INTERRUPT_STACKS_S, exit=False)
-        self.interrupted.set()
+        self.interrupted = True
 
     def execute(self, world: RunnerWorld | None = None, keep: bool = False) -> int:
         """The run to its report; its exit code. `world`: a warm runner's, kept from its last run
@@ -290,7 +291,7 @@ class ScenarioRun:
             time.sleep(0.05)
 
     def _check(self, session: Any) -> None:
-        if self.interrupted.is_set():
+        if self.interrupted:
             raise RunEnded("interrupted", "interrupted (Ctrl-C)")
         dead = session.dead()
         if dead:
