@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -26,6 +25,7 @@ from acres_sim.campaign.samplers import Run
 from acres_sim.campaign.domains import DomainLease
 from acres_sim.scenario.command import runner_args
 from acres_sim.scenario.processes import Child
+from acres_sim.work_dirs import WorkDir
 
 POLL_S = 0.2
 RUNNER_STOP_S = 90.0
@@ -116,8 +116,7 @@ def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -
     """The run to its end; `stop` set (or KeyboardInterrupt, a cancelled Ray task) interrupts it."""
     started = time.monotonic()
     status, reason, report = "error", "", None
-    with tempfile.TemporaryDirectory(prefix=f"acres_campaign_{spec.run.name}_") as tmp:
-        work = Path(tmp)
+    with WorkDir("acres_campaign_", f"{spec.run.name}_") as work:
         scenario = work / spec.scenario_file_name
         scenario.write_text(spec.scenario_text, encoding="utf-8")
         out = work / "run"
@@ -131,7 +130,7 @@ def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -
                                        domain=domain, game_args=spec.game_args, quiet=True)
                     env = {**os.environ, "ROS_DOMAIN_ID": str(domain),
                            "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
-                    cwd = spec.campaign_dir if Path(spec.campaign_dir).is_dir() else tmp
+                    cwd = spec.campaign_dir if Path(spec.campaign_dir).is_dir() else str(work)
                     runner = Child("runner", args, env, work, cwd=cwd)
                     try:
                         status, reason = wait_run(lambda: runner.alive, started + spec.timeout_s, stop,

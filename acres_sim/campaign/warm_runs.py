@@ -10,15 +10,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from acres_sim.campaign.domains import DomainLease
 from acres_sim.scenario.processes import Child
+from acres_sim.work_dirs import WorkDir
 
 DONE = re.compile(r"^ACRES_RUN_DONE exit=(-?\d+) more=([01])$")
 STOP_S = 90.0  # SIGINT: the run under way writes its report and the session ends; then SIGKILL
@@ -34,7 +33,8 @@ class WarmRunner:
         self.key = key
         self._lease = DomainLease()
         self.domain = self._lease.__enter__()
-        self.dir = Path(tempfile.mkdtemp(prefix="acres_warm_runner_"))
+        self._work = WorkDir("acres_warm_runner_")
+        self.dir = self._work.path
         env = {**os.environ, "ROS_DOMAIN_ID": str(self.domain), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
         args = [sys.executable, "-m", "acres_sim.nodes.scenario_runner", "--serve", "--quiet",
                 "--domain", str(self.domain), *[f"--game-arg={a}" for a in game_args]]
@@ -93,7 +93,7 @@ class WarmRunner:
                     pass
             child.stop(STOP_S)
         self._lease.__exit__()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self._work.remove()
         with _all_lock:
             _all.discard(self)
         if getattr(_held, "runner", None) is self:

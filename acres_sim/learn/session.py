@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,6 +29,7 @@ from acres_sim.scenario.world_setup import prepare_world, wait_for_game
 from acres_sim.stream.client import Frame, StreamClient
 from acres_sim.stream.protocol import FrameType
 from acres_sim.stream.timing import PHYSICS_HZ
+from acres_sim.work_dirs import WorkDir
 
 READY_TIMEOUT_S = 120.0
 QUIET_FEED_EVENTS = ("episode",)  # a summarised session's feed: one latched message, no step's
@@ -81,7 +79,8 @@ class LearnerSession:
                  given: GamePorts | None = None):
         self.scenario = scenario
         self.agents = [a.name for a in scenario.agents]
-        self.dir = Path(tempfile.mkdtemp(prefix=f"acres_learn_{scenario.name}_"))
+        self._work = WorkDir("acres_learn_", f"{scenario.name}_")
+        self.dir = self._work.path
         self._lock = threading.Lock()
         self._latched: dict[str, dict[str, Any]] = {}
         self.judge = Judge(scenario, math.inf, lambda status: None)
@@ -351,4 +350,4 @@ class LearnerSession:
         if self.game is not None:  # a given game goes on
             self.game.child.stop()
             self.game = None
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self._work.remove()

@@ -16,10 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ from acres_sim.nodes.runner_world import RunnerWorld
 from acres_sim.nodes import scenario_run
 from acres_sim.nodes.scenario_run import ScenarioRun
 from acres_sim.scenario.scenario_file import ScenarioError, load
+from acres_sim.work_dirs import WorkDir
 
 __all__ = ["ScenarioRun", "load", "main", "parse_args", "scenario_run", "serve"]
 
@@ -107,7 +106,8 @@ def serve(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     if args.domain is not None:
         env["ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = str(args.domain)
-    session_dir = Path(tempfile.mkdtemp(prefix="acres_warm_session_"))
+    work = WorkDir("acres_warm_session_")
+    session_dir = work.path
     world: RunnerWorld | None = None
     opened = False  # a session was started: this process's ROS is up and cannot be started again
     code = ended = 0  # the last run's; the runner's own (130: interrupted)
@@ -150,7 +150,7 @@ def serve(args: argparse.Namespace) -> int:
         if world is not None:
             world.stop_feed()
             world.session.stop()
-        shutil.rmtree(session_dir, ignore_errors=True)
+        work.remove()
     if opened:
         leave(ended)
     return ended

@@ -25,6 +25,7 @@ gymnasium = pytest.importorskip("gymnasium", reason="gymnasium is not installed 
 
 import acres_sim.learn  # noqa: E402,F401 -- registers acres_sim/Scenario-v0
 from acres_sim.learn import AcresEnv, AcresParallelEnv  # noqa: E402
+from acres_sim.work_dirs import remove_abandoned  # noqa: E402
 
 from support.learn_scenarios import GATE, REPO, TWO  # noqa: E402
 
@@ -277,11 +278,13 @@ def test_no_game_outlives_a_learner_killed_with_sigkill(tmp_path):
     script = ("import sys, time, acres_sim.learn as L\n"
               f"env = L.AcresEnv({str(GATE)!r}, observations=['state'])\n"
               "env.reset(seed=0)\n"
-              "print(env.parallel._session.game.child.proc.pid, flush=True)\n"
+              "session = env.parallel._session\n"
+              "print(session.game.child.proc.pid, session.dir, flush=True)\n"
               "time.sleep(600)\n")
     learner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
-        game = int(learner.stdout.readline())
+        game_text, directory = learner.stdout.readline().split()
+        game = int(game_text)
         os.kill(learner.pid, signal.SIGKILL)
         learner.wait(10)
         deadline = time.monotonic() + 20
@@ -289,6 +292,9 @@ def test_no_game_outlives_a_learner_killed_with_sigkill(tmp_path):
             time.sleep(0.1)
         state = _stat(game)[0]
         assert state in ("", "Z"), f"the game {game} outlived its learner: state {state}"
+        # its directory stays until the next session's maker finds its lock free
+        assert Path(directory).is_dir()
+        assert Path(directory) in remove_abandoned("acres_learn_", young_s=0.0)
     finally:
         if learner.poll() is None:
             learner.kill()

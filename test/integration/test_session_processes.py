@@ -61,3 +61,42 @@ def test_a_child_that_ended_by_itself_is_stopped_without_a_signal(tmp_path):
         time.sleep(0.05)
     stop_together([child])
     assert child.proc.returncode == 0 and child.lines == ["bye"]
+
+
+_HOLDER = """
+import sys, time
+from acres_sim.work_dirs import WorkDir
+work = WorkDir(sys.argv[1])
+print(work.path, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_work_directory_outlives_its_process_only_until_the_next_one_of_its_family(tmp_path):
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from acres_sim.work_dirs import WorkDir, remove_abandoned
+
+    family = f"acres_test_work_{os.getpid()}_"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, family], stdout=subprocess.PIPE, text=True)
+    foreign = Path(tempfile.mkdtemp(prefix=family))  # no lock file: not one of ours, never removed
+    try:
+        held = Path(holder.stdout.readline().strip())
+        assert held.is_dir() and held.name.startswith(family)
+        assert remove_abandoned(family, young_s=0.0) == []  # its holder runs
+        holder.kill()  # SIGKILL: the holder cannot remove it
+        holder.wait(10)
+        assert held.is_dir()
+        assert remove_abandoned(family) == []  # too young: it may be a maker's between mkdtemp and lock
+        assert remove_abandoned(family, young_s=0.0) == [held]
+        assert not held.exists() and foreign.is_dir()
+        with WorkDir(family, "named_") as path:  # a context manager, as TemporaryDirectory
+            assert path.name.startswith(f"{family}named_") and path.is_dir()
+        assert not path.exists()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        foreign.rmdir()

@@ -16,7 +16,8 @@ REPO = Path(__file__).resolve().parents[2]
 # The leaves import nothing of the package; channels/ holds the game's JSON channels, which both
 # their ends (fake_game's servers, game/'s clients) import.
 LEAVES = ("acres_sim.rotations", "acres_sim.share", "acres_sim.topics", "acres_sim.net",
-          "acres_sim.cdr_encoding", "acres_sim.channels", "acres_sim.bodies", "acres_sim.heap")
+          "acres_sim.cdr_encoding", "acres_sim.channels", "acres_sim.bodies", "acres_sim.heap",
+          "acres_sim.work_dirs")
 # A folder (or module) -> what it may import besides itself and the leaves; the first match counts.
 ALLOWED = (
     ("acres_sim.net", ()),
