@@ -18,8 +18,8 @@
     stack: python3 my_stack.py         # started for every run in its ROS domain (optional)
     run_timeout_s: 300                 # a run's wall-clock limit (default 120 s + 10 x duration_s)
     game_args: [--cached]              # the fake game's extra arguments (optional)
-    sessions: warm                     # warm: a worker keeps its session from run to run, the world
-                                       #   reset to each run's scenario; fresh (default): one per run
+    sessions: warm                     # warm (default): a worker keeps its session from run to run,
+                                       #   the world reset to each run's scenario; fresh: one per run
     keep_stack: false                  # true: a warm session's stack runs on from run to run (it sees
                                        #   each reset: the world and /clock go back)
 
@@ -66,7 +66,7 @@ class Campaign:
     game_args: list[str]
     criteria: dict[str, str]  # the scenario's criteria, name -> unit, in its order
     fingerprints: dict[str, str] = field(default_factory=dict)  # file -> sha256 of its bytes
-    warm: bool = False  # sessions: warm
+    warm: bool = True  # sessions: warm
     keep_stack: bool = False
 
     @property
@@ -113,7 +113,7 @@ class _CampaignReader(NodeReader):
         stack = self.text(top["stack"], "stack") if "stack" in top else ""
         game_args = [self.text(a, f"game_args.{i}") for i, a in
                      enumerate(self.sequence(top["game_args"], "game_args"))] if "game_args" in top else []
-        warm = False
+        warm = True
         if "sessions" in top:
             sessions = self.value(top["sessions"])
             if sessions not in SESSIONS:
@@ -126,7 +126,7 @@ class _CampaignReader(NodeReader):
                 raise self.fail(top["keep_stack"], "keep_stack", f"true or false, got {keep_stack!r}")
             if keep_stack and not (warm and "stack" in top):
                 raise self.fail(top["keep_stack"], "keep_stack", "a stack is kept on a warm session only: "
-                                "give a stack, and sessions: warm")
+                                "give a stack, and no sessions: fresh")
         try:
             scenario = load(scenario_path)
         except ScenarioError as exc:

@@ -28,7 +28,7 @@ pytest.importorskip("acres_interfaces.msg", reason="acres_interfaces is not buil
 
 from acres_sim.campaign.campaign_file import load_campaign  # noqa: E402
 
-from harness.bale_sweep import CRITERIA, SCENARIO, write_campaign  # noqa: E402
+from harness.bale_sweep import CRITERIA, DRIVER, SCENARIO, write_campaign  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -99,15 +99,16 @@ def _leftovers(where: Path) -> list[str]:
     return found
 
 
-def _runners_under(ancestor: int) -> list[float]:
-    """When each scenario runner descending from process `ancestor` started (seconds since the epoch)."""
+def _stacks_under(ancestor: int) -> list[float]:
+    """When each run's stack (a process of its own for every run, on a warm session too) descending
+    from process `ancestor` started (seconds since the epoch)."""
     boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
                 if line.startswith("btime"))
     ticks = os.sysconf("SC_CLK_TCK")
     out = []
     for proc in Path("/proc").iterdir():
         try:
-            if not proc.name.isdigit() or b"scenario_runner" not in (proc / "cmdline").read_bytes():
+            if not proc.name.isdigit() or DRIVER.name.encode() not in (proc / "cmdline").read_bytes():
                 continue
             pid, started = int(proc.name), None
             while pid > 1 and pid != ancestor:
@@ -239,10 +240,11 @@ def test_a_node_lost_mid_campaign_leaves_errors_naming_it_and_its_runs_run_again
     campaign = _bale_on_and_beside_the_track(tmp_path, 2, 5)
     out = tmp_path / "out"
     proc = _start(campaign, out, "--address", two_ray_nodes.address)
-    # once a run's runner has worked 2 s on the worker node (its processes descend from that node's raylet)
+    # once a run's stack has worked 1 s on the worker node (its processes descend from that node's
+    # raylet): the run is under way there (a warm session's runner is there between runs too)
     raylet = worker.all_processes["raylet"][0].process.pid
     deadline = time.monotonic() + 300
-    while not any(time.time() - started > 2.0 for started in _runners_under(raylet)):
+    while not any(time.time() - started > 1.0 for started in _stacks_under(raylet)):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
         time.sleep(0.2)
     two_ray_nodes.remove_node(worker, allow_graceful=False)

@@ -47,8 +47,8 @@ def test_a_grid_and_random_draws_expand_into_every_combination_in_order(tmp_path
     assert scenario.conditions["wetness"] == runs[5].values["conditions.wetness"]  # JSON keeps every bit
     assert scenario.objects[0].pose.x == runs[5].values["objects.bale1.pose.x"]
     assert campaign.run_timeout_s == pytest.approx(120.0 + 10.0 * 12.0)
-    assert not campaign.warm  # a session per run unless the file says warm
-    assert load_campaign(_write(tmp_path, "grid:\n  conditions.dust: [0.1]\nsessions: warm\n")).warm
+    assert campaign.warm  # a worker's session kept from run to run unless the file says fresh
+    assert not load_campaign(_write(tmp_path, "grid:\n  conditions.dust: [0.1]\nsessions: fresh\n")).warm
     assert not campaign.keep_stack
     assert load_campaign(_write(tmp_path, "grid:\n  conditions.dust: [0.1]\nstack: x\nsessions: warm\n"
                                           "keep_stack: true\n")).keep_stack
@@ -71,6 +71,8 @@ def test_a_grid_and_random_draws_expand_into_every_combination_in_order(tmp_path
     ("grid:\n  conditions.dust: [0.1]\nstacks: x\n", "campaign.yaml:5: stacks: unknown key"),
     ("grid:\n  conditions.dust: [0.1]\nsessions: hot\n", "campaign.yaml:5: sessions: warm or fresh"),
     ("grid:\n  conditions.dust: [0.1]\nkeep_stack: true\n", "keep_stack: a stack is kept on a warm session"),
+    ("grid:\n  conditions.dust: [0.1]\nstack: x\nsessions: fresh\nkeep_stack: true\n",
+     "keep_stack: a stack is kept on a warm session"),
     ("grid:\n  conditions.dust: [0.1]\nstack: x\nkeep_stack: 1\n", "keep_stack: true or false"),
 ])
 def test_a_campaign_that_cannot_run_is_refused_with_the_key(tmp_path, body, says):
