@@ -189,8 +189,10 @@ def campaign_summary(c: dict[str, Any]) -> str:
     for key, rate in c["runs_per_min"].items():
         workers, sessions, *kept = key.split()
         how = f"{sessions} sessions" + (", the stack kept" if kept else "")
+        nodes = c.get("nodes", {}).get(key)
         lines.append(f"  {workers} at once, {how}: {rate:6.2f} runs/min, "
-                     f"{c['beyond_stepping_s'][key]:5.2f} s a run beyond its stepping (median)")
+                     f"{c['beyond_stepping_s'][key]:5.2f} s a run beyond its stepping (median)"
+                     + (f", runs on {nodes} node{'s' * (nodes != 1)}" if nodes else ""))
     return "\n".join(lines)
 
 
