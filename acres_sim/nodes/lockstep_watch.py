@@ -13,7 +13,13 @@ from std_msgs.msg import Header, UInt64
 from acres_sim import topics
 from acres_sim.control.lockstep import BarrierWatch, HeldCommands, Lockstep, PublishersMatched
 
-BARRIER_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
+# The bridges' barriers and their readers here. Transient-local: a writer sends a barrier only to
+# the readers it has matched, and its side of a match can come after the reader's (PublishersMatched
+# gives it 0.25 s); on a loaded machine it came later, and a session's first step waited 30 s for a
+# barrier sent to no one. A late match now gets the last barriers. A volatile reader (a user's
+# default) matches as before and gets no history.
+BARRIER_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
 HELD_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
 

@@ -40,6 +40,7 @@ from acres_sim.convert.converter import FrameConverter, jpeg_unavailable, payloa
 from acres_sim.middleware.cdr_publisher import CdrPublisher, wait_until_acked, why_gil_is_held
 from acres_sim.middleware.message_types import MESSAGE_TYPES
 from acres_sim.net.log_limiter import LogLimiter
+from acres_sim.nodes.lockstep_watch import BARRIER_QOS
 from acres_sim.nodes.parameters import BRIDGE, bridge_config
 from acres_sim.nodes.runner import RosLogging, RunnableNode, run
 from acres_sim.stream import diagnostics
@@ -60,8 +61,8 @@ OFFSET_CHANGE_S = 1e-6  # sim/clock_offset is published when the offset moves by
 TF_QOS = QoSProfile(depth=100, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
 TF_STATIC_QOS = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE,
                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
-BARRIER_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE)
-DIAGNOSTICS_QOS = BARRIER_QOS
+DIAGNOSTICS_QOS = QoSProfile(depth=10, history=HistoryPolicy.KEEP_LAST,
+                             reliability=ReliabilityPolicy.RELIABLE)
 # Clouds and images queued behind a barrier that waits (at least one frame of max_payload_bytes).
 QUEUE_BYTES = 64 * 1024 * 1024
 # Published by the reader thread itself when nothing is queued: every frame that never waits.

@@ -47,6 +47,7 @@ from acres_sim.channels.vehicle import VehicleInfo, VehicleReport
 from acres_sim.drive.input_faults import InputFaults
 from acres_sim.game.vehicle_client import VehicleClient
 from acres_sim.middleware.cdr_publisher import wait_until_acked
+from acres_sim.nodes.lockstep_watch import BARRIER_QOS
 from acres_sim.nodes.parameters import VEHICLE_BRIDGE, vehicle_bridge_config
 from acres_sim.nodes.runner import RosLogging, RunnableNode, run
 
@@ -99,7 +100,7 @@ class VehicleBridge(RunnableNode):
         self._ackermann_state = pub(AckermannDriveStamped, topics.ACKERMANN_STATE, REPORT_QOS)
         self._dbw_enabled = pub(Bool, topics.DBW_ENABLED, LATCHED_QOS)
         self._held = pub(Header, topics.VEHICLE_HELD_COMMAND, LATCHED_QOS)
-        self._barrier = pub(UInt64, topics.VEHICLE_BARRIER, REPORT_QOS)
+        self._barrier = pub(UInt64, topics.VEHICLE_BARRIER, BARRIER_QOS)
         self._refused_pub = pub(String, topics.VEHICLE_REFUSED, LATCHED_QOS)
         self._diagnostics = pub(DiagnosticArray, topics.DIAGNOSTICS, REPORT_QOS)
         self.create_timer(1.0, self._publish_diagnostics)
