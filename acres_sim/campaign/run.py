@@ -25,7 +25,7 @@ from acres_sim.campaign.samplers import Run
 from acres_sim.campaign.domains import DomainLease
 from acres_sim.scenario.command import runner_args
 from acres_sim.scenario.processes import Child
-from acres_sim.work_dirs import WorkDir
+from acres_sim.work_dirs import LOCK_NAME, WorkDir
 
 POLL_S = 0.2
 RUNNER_STOP_S = 90.0
@@ -151,7 +151,7 @@ def execute_run(spec: RunSpec, node: str, stop: threading.Event | None = None) -
         elif status == "":
             status, reason = "error", "the scenario runner wrote no report (its output: runner.log)"
         files = {str(p.relative_to(work)): p.read_bytes() for p in sorted(work.rglob("*"))
-                 if p.is_file() and p != scenario}
+                 if p.is_file() and p != scenario and p.name != LOCK_NAME}
     return RunResult(spec.run, status, reason, report, node, time.monotonic() - started, files)
 
 

@@ -147,6 +147,7 @@ def _check_table(out: Path, campaign: Path, rows: list[dict[str, str]]) -> None:
         assert report["status"] == row["status"] and report["duration_s"] == 3.0
         assert (out / "runs" / row["run"] / "episode.mcap").stat().st_size > 10_000
         assert (out / "runs" / row["run"] / "stack.log").exists()
+        assert not list((out / "runs" / row["run"]).rglob(".in_use"))  # the work directory's own lock
 
 
 def test_a_campaign_sweeps_stops_keeps_its_table_resumes_and_refuses_a_changed_scenario(tmp_path):
