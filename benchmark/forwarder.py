@@ -21,11 +21,11 @@ def main(argv: list[str]) -> int:
 
     dds.apply_profile()  # the bridge's own profile, before rclpy creates the participant
     from benchmark.noop import MbpsReport, PrebuiltMessages
-    from harness.processes import stop_on_signals
+    from acres_sim.stop_signals import stop_on_signals
     from harness.workload import connect_drain
 
     spec, port = json.loads(argv[0]), int(argv[1])
-    stop = stop_on_signals()
+    stop, _ = stop_on_signals()
     messages = PrebuiltMessages(spec, node_name="bench_forwarder")
     batches: dict[int, list] = {}
     for kind, _offset, payload in messages.period.frames:

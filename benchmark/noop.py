@@ -23,7 +23,7 @@ from typing import Any
 from acres_sim.convert.cdr import STAMP
 from acres_sim.stream.protocol import FrameHeader, FrameType
 from acres_sim.stream.payloads import decode_payload
-from harness.processes import stop_on_signals
+from acres_sim.stop_signals import stop_on_signals
 
 
 class MbpsReport:
@@ -123,7 +123,7 @@ def main(argv: list[str]) -> int:
     spec, out = json.loads(argv[0]), argv[1]
     rate = float(argv[2]) if len(argv) > 2 else 1.0
     namespace, prefix = (argv[3], argv[4]) if len(argv) > 4 else ("", "")
-    stop = stop_on_signals()
+    stop, _ = stop_on_signals()
     messages = PrebuiltMessages(spec, namespace, prefix)
     period = messages.period
     plan = [(kind, offset, 32 + len(payload), messages.batch(kind, payload))

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import sys
 
-from harness.processes import stop_on_signals
+from acres_sim.stop_signals import stop_on_signals
 from harness.workload import ReplayServer, polaris_period
 
 
 def main(argv: list[str]) -> int:
-    stop = stop_on_signals()
+    stop, _ = stop_on_signals()
     server = ReplayServer(polaris_period(), rate=1.0).start()
     print(f"PORT {server.port}", flush=True)
     stop.wait()

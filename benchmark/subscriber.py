@@ -22,7 +22,7 @@ import time
 
 from acres_sim.convert.cdr import STAMP, STAMP_AT
 from acres_sim.convert.ins_cdr import TF_STAMP_AT
-from harness.processes import stop_on_signals
+from acres_sim.stop_signals import stop_on_signals
 
 
 def _stamp_of(type_name: str):
@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
     spec, out = json.loads(argv[0]), argv[1]
     raw, best_effort = "raw" in argv[2:], "best_effort" in argv[2:]
     depth = 1000 if "deep" in argv[2:] else 5
-    stop = stop_on_signals()
+    stop, _ = stop_on_signals()
     rclpy.init(signal_handler_options=rclpy.signals.SignalHandlerOptions.NO)
     node = rclpy.create_node(f"bench_subscriber_{__import__('os').getpid()}")
     qos = {"sensor": QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST,

@@ -168,29 +168,3 @@ class CpuWindow:
     def stop(self) -> float:
         wall = time.monotonic() - self._t0
         return 100.0 * sum(process_cpu_s(p) - c for p, c in zip(self.pids, self._cpu0)) / wall
-
-
-class StopFlag:
-    """Set by SIGINT or SIGTERM (installed by stop_on_signals). A flag, not a threading.Event: a
-    handler runs on the main thread, and Event.set takes a lock that the main thread may hold at
-    that moment (inside Event.wait, or a first handler's set), which hangs it for good."""
-
-    def __init__(self) -> None:
-        self._set = False
-
-    def set(self) -> None:
-        self._set = True
-
-    def is_set(self) -> bool:
-        return self._set
-
-    def wait(self, poll_s: float = 0.1) -> None:
-        while not self._set:
-            time.sleep(poll_s)
-
-
-def stop_on_signals() -> StopFlag:
-    stop = StopFlag()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    return stop

@@ -11,7 +11,6 @@ lines name the port that was taken. SIGINT and SIGTERM end the run cleanly (STOP
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from acres_sim.fake_game.simulation.session_config import (
     agent_specs,
 )
 from acres_sim.stream.protocol import DEFAULT_STREAM_PORT
+from acres_sim.stop_signals import restore, stop_on_signals
 
 
 def _int_list(text: str) -> list[int]:
@@ -139,14 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = config_from_args(args)
     except ValueError as exc:
         parser.error(str(exc))
-    # The handler only sets a flag: one that takes a lock (Event.set) deadlocks when a second signal
-    # lands while the first handler holds it (a game was found hung so in its shutdown).
-    stop = {"asked": False}
-
-    def on_signal(signum: int, _frame: object) -> None:
-        stop["asked"] = True
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    stop, previous = stop_on_signals()  # a flag (acres_sim.stop_signals: a lock in a handler hangs)
     report_compiles_to(lambda line: print(f"fake_game: {line}", file=sys.stderr))
     try:
         try:
@@ -161,11 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                   "program?); free the port or choose another with --port/--ports", file=sys.stderr)
             return 1
         trim = PeriodicTrim()
-        while not stop["asked"] and not game.session.finished:
+        while not stop.is_set() and not game.session.finished:
             time.sleep(0.2)
             trim()
         game.stop()
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        restore(previous)
     return 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import re
-import signal
 import sys
 import threading
 import time
@@ -24,6 +23,7 @@ from rclpy.signals import SignalHandlerOptions
 from acres_sim.heap import PeriodicTrim
 from acres_sim.middleware import dds
 from acres_sim.nodes.parameters import NodeParameters, ParameterError, ParamSpec
+from acres_sim.stop_signals import restore, stop_on_signals
 
 
 class RosLogging:
@@ -141,21 +141,14 @@ def run(make_node: Callable[[], RunnableNode], name: str, args: Sequence[str] | 
     the package's Fast DDS profile before the participant starts, and log what is in force."""
     choice = dds.apply_profile() if dds_profile else None  # read by Fast DDS when the participant starts
     stop = threading.Event()  # set by a spinner that ended, and here once the node is to stop
-    # Our own handlers: a node stops its threads (and logs so) before rclpy shuts down. They only set
-    # a flag: Event.set takes the event's lock, which the main thread holds inside stop.wait() now
-    # and then, and a handler runs on the main thread: a node was found hung so, for good, after its
-    # runner was killed (the SIGTERM its end sent, then none to follow).
-    asked = {"stop": False}
-
-    def on_signal(_signum: int, _frame: Any) -> None:
-        asked["stop"] = True
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # Our own handlers (a flag: acres_sim.stop_signals): a node stops its threads (and logs so)
+    # before rclpy shuts down.
+    asked, previous = stop_on_signals()
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as exc:  # noqa: BLE001 -- e.g. a malformed --ros-args: one line, no traceback
         print(f"{name}: cannot start ROS 2: {exc}", file=sys.stderr)
-        _restore(previous)
+        restore(previous)
         return 2
     node: RunnableNode | None = None
     executors: list[Executor] = []
@@ -179,8 +172,8 @@ def run(make_node: Callable[[], RunnableNode], name: str, args: Sequence[str] | 
         spinners = [spin_in_thread(executor, stop, failures, f"{name}-executor-{index}")
                     for index, executor in enumerate(executors)]
         trim = PeriodicTrim()
-        while not asked["stop"] and not stop.is_set() and not node.finished:
-            time.sleep(0.2)  # a signal's handler runs in it; sleep goes on to its end (PEP 475)
+        while not asked.is_set() and not stop.is_set() and not node.finished:
+            time.sleep(0.2)
             trim()
         stop.set()
         if failures:
@@ -195,9 +188,4 @@ def run(make_node: Callable[[], RunnableNode], name: str, args: Sequence[str] | 
             node.stop()
             node.destroy_node()
         rclpy.try_shutdown()
-        _restore(previous)
-
-
-def _restore(previous: dict[int, Any]) -> None:
-    for sig, handler in previous.items():
-        signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        restore(previous)

@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 # their ends (fake_game's servers, game/'s clients) import.
 LEAVES = ("acres_sim.rotations", "acres_sim.share", "acres_sim.topics", "acres_sim.net",
           "acres_sim.cdr_encoding", "acres_sim.channels", "acres_sim.bodies", "acres_sim.heap",
-          "acres_sim.work_dirs")
+          "acres_sim.work_dirs", "acres_sim.stop_signals")
 # A folder (or module) -> what it may import besides itself and the leaves; the first match counts.
 ALLOWED = (
     ("acres_sim.net", ()),
