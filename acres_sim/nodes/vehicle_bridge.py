@@ -4,9 +4,8 @@ Vehicle Bridge, and publish what the vehicle reports.
 The meaning of every command lives in acres_sim.drive (ROS-free); the game's protocol in
 acres_sim.game.vehicle_client. This node turns messages into calls and reports into messages.
 
-Time: the game reports in the vehicle's own time; the client converts it with the offset of the
-agent's Clock frames, which its sim_bridge publishes on sim/clock_offset (transient local); before
-the first one, by the report's step (acres_sim.game.vehicle_time).
+Time: the game reports in the vehicle's own time; the client converts it with the Clock frames'
+offset its sim_bridge publishes on sim/clock_offset, before that by the report's step (game.vehicle_time).
 
 Threads: subscriptions run on the executor; reports, barriers and the game's "held" answers arrive
 on the client's reader thread. One lock orders the driver's state and what is forwarded.
