@@ -1,9 +1,12 @@
-"""The Fast DDS large-data profile of the bridge's own process: which file, and whether it took.
+"""The Fast DDS profile of the package's own processes (the bridges, sim_control, the scenario
+runner): which file, and whether it took.
 
 Fast DDS's built-in shared-memory segment (512 KB) is smaller than one cloud or image, so large
-samples fall back to fragmented UDP and get late or lost; and a reliable writer's default
-heartbeat period (3 s) makes sim/barrier wait that long for acknowledgements. The shipped profile
-gives the bridge a 16 MB segment and a 2 ms heartbeat.
+samples fall back to fragmented UDP and get late or lost; a reliable writer's default heartbeat
+period (3 s) makes sim/barrier wait that long for acknowledgements; and a process that joins a
+running graph often learns of a participant only at that participant's next periodic announcement
+(3 s by default: a stack started beside a running session was seen 0.5-2.7 s late in about half the
+tries). The shipped profile gives a 16 MB segment, a 2 ms heartbeat and an announcement every 0.5 s.
 
 The two Fast DDS generations need different files and variables:
 - Fast DDS 2.x (ROS 2 Jazzy) reads FASTRTPS_DEFAULT_PROFILES_FILE and spells the writer and
@@ -24,7 +27,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,6 +123,24 @@ def apply_profile(environ: MutableMapping[str, str] | None = None,
     return choice
 
 
+@contextmanager
+def profile_while_joining(environ: MutableMapping[str, str] | None = None,
+                          share_dir: ShareLookup | None = None) -> Iterator[ProfileChoice]:
+    """apply_profile() for the participant made inside the block (Fast DDS reads the file then), the
+    environment as it was once out of it: the processes this one starts later (a user's stack)
+    keep their own middleware settings."""
+    env = os.environ if environ is None else environ
+    saved = {name: env.get(name) for name in (FASTDDS_VARIABLE, LEGACY_VARIABLE)}
+    try:
+        yield apply_profile(env, share_dir)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+
+
 def shipped_environment(share_dir: ShareLookup | None = None) -> dict[str, str]:
     """The variable and shipped file that make another process (a learner, a subscriber) load the
     profile spelled for this machine's Fast DDS."""
@@ -185,7 +207,8 @@ def report(choice: ProfileChoice, in_force: InForce) -> tuple[bool, str]:
         why = "no profile"
     return False, (f"DDS profile NOT in force: asked {asked}, but {in_force.library} mapped "
                    f"{_mb(in_force.segment_bytes) + ' of' if in_force.segment_bytes else 'no'} shared memory "
-                   f"({why}). Lost: clouds and images go out as fragmented UDP (late, some lost), and "
-                   f"sim/barrier may wait up to 3 s for periodic heartbeats. Fix: unset {FASTDDS_VARIABLE}, "
-                   f"{LEGACY_VARIABLE} and {OVERRIDE_VARIABLE} so the bridge applies its own profile, "
+                   f"({why}). Lost: clouds and images go out as fragmented UDP (late, some lost), "
+                   f"barriers may wait up to 3 s for periodic heartbeats, and a process that joins later "
+                   f"may be found up to 3 s late. Fix: unset {FASTDDS_VARIABLE}, "
+                   f"{LEGACY_VARIABLE} and {OVERRIDE_VARIABLE} so that acres_sim applies its own profile, "
                    f"or point {fix_variable} at acres_sim's config/{fix_name}")

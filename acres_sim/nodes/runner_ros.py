@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from acres_sim.convert.stamps import stamp_to_sec_nanosec
+from acres_sim.middleware import dds
 from acres_sim.scenario.model import Scenario
 from acres_sim.scenario.scripted import WaypointDriver, scripted_commands
 from acres_sim.topics import (
@@ -53,8 +55,11 @@ class RunnerRos:
 
         self._rclpy = rclpy
         self._msg, self._clock_msg, self._empty = AckermannDriveStamped, Clock, Empty
-        rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
-        self.node = rclpy.create_node("scenario_runner")
+        # The package's Fast DDS profile for this participant (its announcements every 0.5 s: a stack
+        # started beside the session finds the runner at once), not handed on to the stack.
+        with dds.profile_while_joining():
+            rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
+            self.node = rclpy.create_node("scenario_runner")
         self._agents = agents
         self.lockstep = watch_lockstep(self.node, agents, True, BARRIER_TIMEOUT_S, 0.0,
                                        lambda text: self.node.get_logger().warning(text))
@@ -102,14 +107,15 @@ class RunnerRos:
     def scripted(self) -> list[str]:
         return list(self._scripted)
 
-    def tick(self, t: float) -> None:
-        """/clock says tick t (its data delivered), now and every CLOCK_AGAIN_S until the next."""
+    def tick(self, t: float, settle: Callable[[float], object] = time.sleep) -> None:
+        """/clock says tick t (its data delivered), now and every CLOCK_AGAIN_S until the next.
+        settle(limit_s): the grace before it (a wait of at most limit_s)."""
         if self._clock is None:
             return
         # The data are delivered (barriers), but a stack takes its queued messages one per wait of
         # its executor, timers first: a moment's grace lets it read them all before its timers fire
         # (more at the first tick: a stack's first callbacks are slow, and its queue is full).
-        time.sleep(CLOCK_SETTLE_S if self._tick is not None else FIRST_CLOCK_SETTLE_S)
+        settle(CLOCK_SETTLE_S if self._tick is not None else FIRST_CLOCK_SETTLE_S)
         msg = self._clock_msg()
         msg.clock.sec, msg.clock.nanosec = stamp_to_sec_nanosec(t)
         self._tick = msg

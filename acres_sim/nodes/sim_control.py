@@ -184,7 +184,7 @@ class SimControl(RunnableNode):
 
 
 def main(args: list[str] | None = None) -> int:
-    return run(SimControl, "sim_control", args)
+    return run(SimControl, "sim_control", args, dds_profile=True)  # a stack that joins finds it at once
 
 
 if __name__ == "__main__":

@@ -111,6 +111,19 @@ def test_default_applies_the_installed_profile_of_the_generation_through_its_var
     assert choice.environment() == env
 
 
+@pytest.mark.parametrize("users", [{}, {dds.LEGACY_VARIABLE: "/somewhere/mine.xml"}])
+def test_a_profile_while_joining_is_gone_for_what_the_process_starts_later(tmp_path, users):
+    """The scenario runner's participant takes the profile; the stack it starts later does not."""
+    env = {"PATH": "/bin", **users}
+    with dds.profile_while_joining(env, _share(tmp_path, 2)) as choice:
+        inside = dict(env)
+    assert env == {"PATH": "/bin", **users}
+    if users:
+        assert not choice.applied and inside == env
+    else:
+        assert choice.applied and inside == {"PATH": "/bin", dds.LEGACY_VARIABLE: choice.path}
+
+
 def test_generation_read_from_the_rmw_package_and_unknown_without_one(tmp_path):
     assert dds.fast_dds_generation(_share(tmp_path / "a", 2)) == 2
     assert dds.fast_dds_generation(_share(tmp_path / "b", 3)) == 3

@@ -68,10 +68,15 @@ def _logged(path: Path, topic: str) -> list:
 def test_a_driver_that_brakes_in_time_passes_and_colcon_reads_its_junit(tmp_path):
     junit = tmp_path / "results" / "bale_ahead.xml"
     junit.parent.mkdir()
-    result = _run(BALE, tmp_path / "run", 60, "--agent", "polaris", "--speed", "3", "--stop-after-m", "8",
-                  junit=junit)
+    stack_env = tmp_path / "stack_env.txt"
+    # the stack as a shell line that notes its environment first
+    stack = f"env > {stack_env}; exec " + _stack("--agent", "polaris", "--speed", "3", "--stop-after-m", "8")
+    result = run_scenario(BALE, stack=stack, out=tmp_path / "run", domain=60, game_args=GAME_ARGS, env=_env(),
+                          timeout_s=240.0, junit=junit)
     print(result.output)
     assert result.exit_code == 0 and result.report["passed"] and result.report["status"] == "passed"
+    # the runner's own DDS profile is not handed on: the user's stack gets the user's environment
+    assert "PROFILES_FILE=" not in stack_env.read_text() and "PROFILES_FILE" not in "".join(_env())
     assert {c["passed"] for c in result.criteria} == {True}
     gap = _by_name(result)["stop_before"]["value"]
     assert 2.0 <= gap < 9.0  # at rest before the bale (its front started 11.2 m from it)
