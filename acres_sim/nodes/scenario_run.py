@@ -43,6 +43,7 @@ from acres_sim.scenario.ending import end_step
 from acres_sim.scenario.judge import Judge
 from acres_sim.scenario.model import Event, Scenario
 from acres_sim.scenario.pacing import CommandRule, LockstepPacing, RealTimePacing, Silent
+from acres_sim.scenario.stack_quiet import wait_quiet
 from acres_sim.scenario.world_setup import prepare_world, wait_for_game
 from acres_sim.stream.timing import PHYSICS_HZ
 from acres_sim.topics import HELD_AWAITING
@@ -206,7 +207,8 @@ class ScenarioRun:
         check = lambda: self._check(session)  # noqa: E731
         if s.pace == "lockstep":
             chunk = max(1, round(s.command_period_s * PHYSICS_HZ))
-            return LockstepPacing(game, ros.lockstep, feed.wait_handled, ros.tick, self.rule, chunk,
+            tick = lambda t: ros.tick(t, lambda limit_s: self._settle(session, limit_s))  # noqa: E731
+            return LockstepPacing(game, ros.lockstep, feed.wait_handled, tick, self.rule, chunk,
                                   PHYSICS_HZ, s.stack_timeout_s, check, ros.last_sent, HELD_AWAITING)
         return RealTimePacing(game, ros.lockstep.held, s.stack_timeout_s, check, ros.last_sent)
 
@@ -279,6 +281,17 @@ class ScenarioRun:
             raise RunEnded("error", str(exc)) from None
         self.world_time_s = pacing.end()
         feed.wait_handled(round(self.world_time_s * PHYSICS_HZ), BARRIER_TIMEOUT_S)
+
+    @staticmethod
+    def _settle(session: Any, limit_s: float) -> None:
+        """The grace before a tick's /clock: until the stack the runner started has read its data
+        (its processes idle: acres_sim/scenario/stack_quiet.py), at most limit_s; a stack started
+        elsewhere gets all of it."""
+        stack = session.stack
+        if stack is not None and stack.alive:
+            wait_quiet(stack.proc.pid, limit_s)
+        else:
+            time.sleep(limit_s)
 
     @staticmethod
     def _why(session: Any) -> str:
