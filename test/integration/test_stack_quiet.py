@@ -5,6 +5,7 @@ among them, and CPU hogs that keep a busy one from running."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -26,12 +27,15 @@ def processes():
     started: list[subprocess.Popen] = []
 
     def start(args: list[str], **kwargs) -> subprocess.Popen:
-        started.append(subprocess.Popen(args, **kwargs))
+        started.append(subprocess.Popen(args, start_new_session=True, **kwargs))
         return started[-1]
 
     yield start
-    for proc in started:
-        proc.kill()
+    for proc in started:  # each with its children (a shell's python)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         proc.wait()
 
 
