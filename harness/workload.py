@@ -14,10 +14,10 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
+from acres_sim.scenario.stack_quiet import cpu_ns, threads
 from acres_sim.stream import protocol
 from acres_sim.stream.hello import Hello, encode_hello
 from acres_sim.stream.protocol import HEADER, HEADER_SIZE, FrameType
@@ -30,15 +30,11 @@ _PATCH_OFFSET = 8
 
 
 def process_cpu_s(pid: int) -> float:
-    """CPU seconds a process has run, all its threads (Linux /proc/<pid>/task/*/schedstat, in ns:
-    the tick-based utime + stime of /proc/<pid>/stat resolve only 10 ms)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass  # a thread that ended in between
-    return total / 1e9
+    """CPU seconds a process has run, all its threads (acres_sim.scenario.stack_quiet reads them)."""
+    tasks = threads(pid)
+    if not tasks:
+        raise ProcessLookupError(f"no process {pid}")
+    return cpu_ns(tasks) / 1e9
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import functools
 import math
 import os
 import signal
@@ -207,7 +208,8 @@ class ScenarioRun:
         check = lambda: self._check(session)  # noqa: E731
         if s.pace == "lockstep":
             chunk = max(1, round(s.command_period_s * PHYSICS_HZ))
-            tick = lambda t: ros.tick(t, lambda limit_s: self._settle(session, limit_s))  # noqa: E731
+            settle = functools.partial(self._settle, session)
+            tick = lambda t: ros.tick(t, settle)  # noqa: E731
             return LockstepPacing(game, ros.lockstep, feed.wait_handled, tick, self.rule, chunk,
                                   PHYSICS_HZ, s.stack_timeout_s, check, ros.last_sent, HELD_AWAITING)
         return RealTimePacing(game, ros.lockstep.held, s.stack_timeout_s, check, ros.last_sent)

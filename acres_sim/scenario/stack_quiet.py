@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Iterable
 
 QUIET_FOR_S = 0.015  # no work for this long: the stack waits for more
 BUSY_NS = 1_500_000  # CPU time under this within QUIET_FOR_S is an idle middleware's, not work
@@ -28,60 +28,72 @@ def process_tree(pid: int) -> list[int]:
     while todo:
         current = todo.pop()
         found.append(current)
-        for task in _tasks(current):
+        for task in threads(current):
             try:
-                with open(f"{task}/children", "rb") as children:
-                    todo.extend(int(child) for child in children.read().split())
+                todo.extend(int(child) for child in _read(f"{task}/children").split())
             except (OSError, ValueError):
                 pass
     return found
 
 
-def _tasks(pid: int) -> list[str]:
+def threads(pid: int) -> list[str]:
+    """The /proc directories of a process's threads (none once it is gone)."""
     try:
         return [f"/proc/{pid}/task/{tid}" for tid in os.listdir(f"/proc/{pid}/task")]
     except OSError:
         return []
 
 
-class TreeUsage:
-    """The threads of a process and its descendants, as found when made: the CPU time they have
-    used (ns, from schedstat; a thread gone counts 0) and whether one of them is runnable now (its
-    stat: R, or D for a wait on a disk). The run queue's own count (schedstat's second field) grows
-    only when the thread gets its turn, so it cannot show a thread kept waiting now."""
+def cpu_ns(tasks: Iterable[str]) -> int:
+    """The CPU time the threads have run, in ns (their schedstat: the tick-based utime + stime of
+    stat resolve only 10 ms); a thread gone in between counts 0."""
+    total = 0
+    for task in tasks:
+        try:
+            total += int(_read(f"{task}/schedstat").split(maxsplit=1)[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
 
-    def __init__(self, pid: int):
-        self.tasks = [task for p in process_tree(pid) for task in _tasks(p)]
 
-    def __call__(self) -> tuple[int, bool]:
-        used, runnable = 0, False
-        for task in self.tasks:
-            try:
-                used += int(_read(f"{task}/schedstat").split(maxsplit=1)[0])
-                runnable = runnable or _read(f"{task}/stat").rsplit(b")", 1)[1][1:2] in (b"R", b"D")
-            except (OSError, ValueError, IndexError):
-                continue
-        return used, runnable
+def _runnable(task: str) -> bool:
+    """R, or D (a wait on a disk); a thread gone is not."""
+    try:
+        return _read(f"{task}/stat").rsplit(b")", 1)[1][1:2] in (b"R", b"D")
+    except (OSError, IndexError):
+        return False
 
 
 def _read(path: str) -> bytes:
     fd = os.open(path, os.O_RDONLY)
     try:
-        return os.read(fd, 1024)
+        return os.read(fd, 65536)
     finally:
         os.close(fd)
 
 
-def wait_quiet(pid: int, limit_s: float, clock: Callable[[], float] = time.monotonic,
-               sleep: Callable[[float], None] = time.sleep) -> float:
+class TreeUsage:
+    """The threads of a process and its descendants, as found when made: the CPU time they have
+    used (ns) and whether one of them is runnable now. The run queue's own count (schedstat's
+    second field) grows only when the thread gets its turn, so it cannot show a thread kept
+    waiting now."""
+
+    def __init__(self, pid: int):
+        self.tasks = [task for p in process_tree(pid) for task in threads(p)]
+
+    def __call__(self) -> tuple[int, bool]:
+        return cpu_ns(self.tasks), any(_runnable(task) for task in self.tasks)
+
+
+def wait_quiet(pid: int, limit_s: float) -> float:
     """Until the processes of `pid` had no runnable thread at any look and used under BUSY_NS of
     CPU within QUIET_FOR_S, or limit_s went by; the seconds waited."""
-    started = clock()
+    started = time.monotonic()
     usage = TreeUsage(pid)
     samples: deque[tuple[float, int, bool]] = deque([(started, *usage())])
     while True:
-        sleep(POLL_S)
-        now = clock()
+        time.sleep(POLL_S)
+        now = time.monotonic()
         if now - started >= limit_s:
             return now - started
         samples.append((now, *usage()))
